@@ -1,0 +1,287 @@
+//===- ImportContext.cpp - State shared by the op importers ---------------===//
+#include "compiler/Importer/ImportContext.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Traits.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+Type convertElementType(MLIRContext *context, int32_t onnxType) {
+  Builder b(context);
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::INT64: return b.getI64Type();
+  case onnx::TensorProto::INT32: return b.getI32Type();
+  case onnx::TensorProto::INT8: return b.getI8Type();
+  case onnx::TensorProto::BOOL: return b.getI1Type();
+  default: return {};
+  }
+}
+
+std::string onnxTypeName(int32_t onnxType) {
+  if (onnx::TensorProto::DataType_IsValid(onnxType))
+    return onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(onnxType));
+  return "data type " + std::to_string(onnxType);
+}
+
+OpImporterRegistry::OpImporterRegistry() {
+  registerElementwiseImporters(*this);
+  registerMatMulImporters(*this);
+  registerNormalizationImporters(*this);
+  registerReductionImporters(*this);
+  registerShapeImporters(*this);
+  registerTensorImporters(*this);
+}
+
+ImportContext::ImportContext(OpBuilder &builder, StringRef sourceName,
+                             int64_t opset, const ImportOptions &options,
+                             WeightLoader &weights)
+    : builder_(builder), sourceName_(sourceName.str()), opset_(opset),
+      options_(options), weights_(weights) {}
+
+Location ImportContext::loc(const onnx::NodeProto &node) {
+  std::string name = node.name();
+  if (name.empty())
+    name = "<" + node.op_type() + " producing '" +
+           (node.output_size() ? node.output(0) : std::string()) + "'>";
+  return NameLoc::get(builder_.getStringAttr(name),
+                      FileLineColLoc::get(context(), sourceName_, 0, 0));
+}
+
+InFlightDiagnostic ImportContext::error(const onnx::NodeProto &node) {
+  return emitError(loc(node)) << node.op_type() << ": ";
+}
+
+void ImportContext::setValueInfo(const onnx::ValueInfoProto &info) {
+  if (info.has_type())
+    valueInfo_[info.name()] = info.type();
+}
+
+Value ImportContext::input(const onnx::NodeProto &node, int index) {
+  if (index >= node.input_size() || node.input(index).empty())
+    return {};
+  return values_.lookup(node.input(index));
+}
+
+FailureOr<Value> ImportContext::requiredInput(const onnx::NodeProto &node,
+                                              int index) {
+  if (index >= node.input_size() || node.input(index).empty())
+    return error(node) << "missing required input #" << index;
+  Value value = values_.lookup(node.input(index));
+  if (!value)
+    return error(node) << "input '" << node.input(index)
+                       << "' is not produced by any earlier node, graph input "
+                          "or initializer";
+  return value;
+}
+
+void ImportContext::setOutput(const onnx::NodeProto &node, int index,
+                              Value value) {
+  if (hasOutput(node, index))
+    values_[node.output(index)] = value;
+}
+
+FailureOr<RankedTensorType>
+ImportContext::convertType(const onnx::TypeProto &type, Location loc,
+                           StringRef what) {
+  if (!type.has_tensor_type())
+    return emitError(loc) << what << " is not a tensor";
+  const auto &tensor = type.tensor_type();
+  Type element = convertElementType(context(), tensor.elem_type());
+  if (!element)
+    return emitError(loc) << what << " has unsupported element type "
+                          << onnxTypeName(tensor.elem_type());
+  if (!tensor.has_shape())
+    return emitError(loc) << what
+                          << " has no known rank (ONNX shape inference could "
+                             "not infer it)";
+  SmallVector<int64_t> shape;
+  for (const auto &dim : tensor.shape().dim())
+    shape.push_back(dim.has_dim_value() && dim.dim_value() >= 0
+                        ? dim.dim_value()
+                        : ShapedType::kDynamic);
+  return RankedTensorType::get(shape, element);
+}
+
+FailureOr<RankedTensorType>
+ImportContext::inferredType(const onnx::NodeProto &node, int index) {
+  auto it = valueInfo_.find(node.output(index));
+  if (it == valueInfo_.end())
+    return error(node) << "ONNX shape inference gave no type for output '"
+                       << node.output(index) << "'";
+  return convertType(it->second, loc(node),
+                     "output '" + node.output(index) + "'");
+}
+
+RankedTensorType ImportContext::resultType(const onnx::NodeProto &node,
+                                           int index, Type elementType,
+                                           ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> refined(shape);
+  auto it = valueInfo_.find(node.output(index));
+  if (it != valueInfo_.end() && it->second.has_tensor_type() &&
+      it->second.tensor_type().has_shape()) {
+    const auto &dims = it->second.tensor_type().shape().dim();
+    if (dims.size() == static_cast<int>(refined.size()))
+      for (auto [i, dim] : llvm::enumerate(refined))
+        if (ShapedType::isDynamic(dim) && dims[i].has_dim_value() &&
+            dims[i].dim_value() >= 0)
+          dim = dims[i].dim_value();
+  }
+  return RankedTensorType::get(refined, elementType);
+}
+
+FailureOr<RankedTensorType>
+ImportContext::broadcastType(const onnx::NodeProto &node, int index,
+                             Type elementType, ValueRange operands) {
+  SmallVector<int64_t> shape;
+  for (Value operand : operands) {
+    SmallVector<int64_t> next;
+    auto operandShape = cast<RankedTensorType>(operand.getType()).getShape();
+    if (!OpTrait::util::getBroadcastedShape(shape, operandShape, next))
+      return error(node) << "operand shapes do not broadcast: "
+                         << operand.getType();
+    shape = std::move(next);
+  }
+  return resultType(node, index, elementType, shape);
+}
+
+const onnx::AttributeProto *ImportContext::findAttr(const onnx::NodeProto &node,
+                                                    StringRef name) {
+  for (const auto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+static std::string attrTypeName(const onnx::AttributeProto &attr) {
+  return onnx::AttributeProto::AttributeType_Name(attr.type());
+}
+
+FailureOr<int64_t> ImportContext::intAttr(const onnx::NodeProto &node,
+                                          StringRef name, int64_t defaultValue) {
+  const auto *attr = findAttr(node, name);
+  if (!attr)
+    return defaultValue;
+  if (attr->type() != onnx::AttributeProto::INT)
+    return error(node) << "attribute '" << name << "' must be INT, got "
+                       << attrTypeName(*attr);
+  return attr->i();
+}
+
+FailureOr<float> ImportContext::floatAttr(const onnx::NodeProto &node,
+                                          StringRef name, float defaultValue) {
+  const auto *attr = findAttr(node, name);
+  if (!attr)
+    return defaultValue;
+  if (attr->type() != onnx::AttributeProto::FLOAT)
+    return error(node) << "attribute '" << name << "' must be FLOAT, got "
+                       << attrTypeName(*attr);
+  return attr->f();
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+ImportContext::intsAttr(const onnx::NodeProto &node, StringRef name) {
+  const auto *attr = findAttr(node, name);
+  if (!attr)
+    return std::optional<SmallVector<int64_t>>();
+  if (attr->type() != onnx::AttributeProto::INTS)
+    return error(node) << "attribute '" << name << "' must be INTS, got "
+                       << attrTypeName(*attr);
+  return std::optional<SmallVector<int64_t>>(
+      SmallVector<int64_t>(attr->ints().begin(), attr->ints().end()));
+}
+
+bool ImportContext::isConstantInput(const onnx::NodeProto &node, int index) {
+  Value value = input(node, index);
+  return value && value.getDefiningOp<ConstantOp>();
+}
+
+FailureOr<SmallVector<int64_t>>
+ImportContext::constantInts(const onnx::NodeProto &node, int index,
+                            StringRef what) {
+  Value value = input(node, index);
+  auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!constant)
+    return error(node) << what << " (input #" << index
+                       << ") must be a constant; kiln does not support a "
+                          "computed "
+                       << what;
+  ElementsAttr attr = constant.getValue();
+  if (!isa<IntegerType>(attr.getElementType()))
+    return error(node) << what << " must hold integers, got "
+                       << attr.getElementType();
+  SmallVector<int64_t> values;
+  if (auto dense = dyn_cast<DenseIntElementsAttr>(attr)) {
+    for (const APInt &v : dense.getValues<APInt>())
+      values.push_back(v.getSExtValue());
+  } else if (auto resource = dyn_cast<DenseI64ResourceElementsAttr>(attr)) {
+    auto data = resource.tryGetAsArrayRef();
+    if (!data)
+      return error(node) << what << " has no data";
+    values.assign(data->begin(), data->end());
+  } else if (auto resource = dyn_cast<DenseI32ResourceElementsAttr>(attr)) {
+    auto data = resource.tryGetAsArrayRef();
+    if (!data)
+      return error(node) << what << " has no data";
+    values.assign(data->begin(), data->end());
+  } else {
+    return error(node) << what << " has an unsupported constant encoding";
+  }
+  return values;
+}
+
+FailureOr<int64_t> ImportContext::normalizeAxis(const onnx::NodeProto &node,
+                                                int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return error(node) << "axis " << axis << " is out of range for rank "
+                       << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+FailureOr<SmallVector<int64_t>>
+ImportContext::normalizeAxes(const onnx::NodeProto &node, ArrayRef<int64_t> axes,
+                             int64_t rank) {
+  SmallVector<int64_t> result;
+  for (int64_t axis : axes) {
+    auto normalized = normalizeAxis(node, axis, rank);
+    if (failed(normalized))
+      return failure();
+    result.push_back(*normalized);
+  }
+  llvm::sort(result);
+  if (std::adjacent_find(result.begin(), result.end()) != result.end())
+    return error(node) << "axes list the same axis twice";
+  return result;
+}
+
+Value ImportContext::i64List(Location loc, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    builder_.getI64Type());
+  return builder_.create<ConstantOp>(loc, type,
+                                     DenseIntElementsAttr::get(type, values));
+}
+
+Value ImportContext::scalar(Location loc, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  Attribute attr;
+  if (auto floatType = dyn_cast<FloatType>(elementType)) {
+    APFloat f(value);
+    bool lost;
+    f.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+    attr = DenseElementsAttr::get(type, f);
+  } else {
+    attr = DenseElementsAttr::get(
+        type, APInt(elementType.getIntOrFloatBitWidth(),
+                    static_cast<int64_t>(value), /*isSigned=*/true));
+  }
+  return builder_.create<ConstantOp>(loc, type, cast<ElementsAttr>(attr));
+}
+
+} // namespace kiln

@@ -1,0 +1,175 @@
+//===- ImportContext.h - State shared by the op importers -------*- C++ -*-===//
+//
+// One ImportContext lives while a graph is imported. It maps ONNX value names
+// to MLIR values and gives the per-op importers typed access to attributes,
+// constant inputs and inferred types, each failing with a diagnostic that
+// names the node.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_IMPORTER_IMPORTCONTEXT_H
+#define KILN_COMPILER_IMPORTER_IMPORTCONTEXT_H
+
+#include "compiler/Importer/OnnxImporter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+
+namespace kiln {
+
+class WeightLoader;
+
+/// Maps an ONNX TensorProto data type to an MLIR element type; null for a
+/// type kiln does not support.
+mlir::Type convertElementType(mlir::MLIRContext *context, int32_t onnxType);
+/// The ONNX name of a TensorProto data type, for diagnostics.
+std::string onnxTypeName(int32_t onnxType);
+
+class ImportContext {
+public:
+  ImportContext(mlir::OpBuilder &builder, llvm::StringRef sourceName,
+                int64_t opset, const ImportOptions &options,
+                WeightLoader &weights);
+
+  mlir::OpBuilder &builder() { return builder_; }
+  mlir::MLIRContext *context() { return builder_.getContext(); }
+  int64_t opset() const { return opset_; }
+  const ImportOptions &options() const { return options_; }
+  WeightLoader &weights() { return weights_; }
+
+  /// Location of `node`: its name (or its first output's) in the model file.
+  mlir::Location loc(const onnx::NodeProto &node);
+  /// Starts an error about `node`; the diagnostic handler names the node.
+  mlir::InFlightDiagnostic error(const onnx::NodeProto &node);
+
+  /// Records the ONNX type of a value, from graph inputs/outputs/value_info.
+  void setValueInfo(const onnx::ValueInfoProto &info);
+  void bind(llvm::StringRef name, mlir::Value value) { values_[name] = value; }
+  mlir::Value lookup(llvm::StringRef name) const { return values_.lookup(name); }
+
+  /// Input `index` of `node`, or null when it is absent or empty.
+  mlir::Value input(const onnx::NodeProto &node, int index);
+  /// Input `index` of `node`, failing with a diagnostic when absent.
+  mlir::FailureOr<mlir::Value> requiredInput(const onnx::NodeProto &node,
+                                             int index);
+  bool hasOutput(const onnx::NodeProto &node, int index) const {
+    return index < node.output_size() && !node.output(index).empty();
+  }
+  void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
+
+  /// The type of output `index`: `shape` (kDynamic where unknown) refined by
+  /// whatever ONNX shape inference knows.
+  mlir::RankedTensorType resultType(const onnx::NodeProto &node, int index,
+                                    mlir::Type elementType,
+                                    llvm::ArrayRef<int64_t> shape);
+  /// The type ONNX shape inference gave output `index`; fails when it gave
+  /// none or no rank.
+  mlir::FailureOr<mlir::RankedTensorType>
+  inferredType(const onnx::NodeProto &node, int index);
+  /// The NumPy broadcast of the operands' shapes as a tensor of `elementType`.
+  mlir::FailureOr<mlir::RankedTensorType>
+  broadcastType(const onnx::NodeProto &node, int index, mlir::Type elementType,
+                mlir::ValueRange operands);
+
+  /// Converts an ONNX TypeProto; fails unless it is a ranked tensor of a
+  /// supported element type. `what` names the value in the diagnostic.
+  mlir::FailureOr<mlir::RankedTensorType>
+  convertType(const onnx::TypeProto &type, mlir::Location loc,
+              llvm::StringRef what);
+
+  // Attributes. A present attribute of the wrong kind is an error; an absent
+  // one yields the default (or nullopt for the optional forms).
+  const onnx::AttributeProto *findAttr(const onnx::NodeProto &node,
+                                       llvm::StringRef name);
+  mlir::FailureOr<int64_t> intAttr(const onnx::NodeProto &node,
+                                   llvm::StringRef name, int64_t defaultValue);
+  mlir::FailureOr<float> floatAttr(const onnx::NodeProto &node,
+                                   llvm::StringRef name, float defaultValue);
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  intsAttr(const onnx::NodeProto &node, llvm::StringRef name);
+
+  /// The integer values of input `index` when it is a constant; an error
+  /// naming `what` when it is not.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what);
+  /// True when input `index` is present and produced by a kiln.constant.
+  bool isConstantInput(const onnx::NodeProto &node, int index);
+
+  /// Normalizes `axis` against `rank` (ONNX allows -rank..rank-1).
+  mlir::FailureOr<int64_t> normalizeAxis(const onnx::NodeProto &node,
+                                         int64_t axis, int64_t rank);
+  /// Normalizes, sorts and deduplicates a list of axes.
+  mlir::FailureOr<llvm::SmallVector<int64_t>>
+  normalizeAxes(const onnx::NodeProto &node, llvm::ArrayRef<int64_t> axes,
+                int64_t rank);
+
+  // Small constants the decompositions need.
+  mlir::Value i64List(mlir::Location loc, llvm::ArrayRef<int64_t> values);
+  mlir::Value scalar(mlir::Location loc, mlir::Type elementType, double value);
+
+private:
+  mlir::OpBuilder &builder_;
+  std::string sourceName_;
+  int64_t opset_;
+  const ImportOptions &options_;
+  WeightLoader &weights_;
+  llvm::StringMap<mlir::Value> values_;
+  llvm::StringMap<onnx::TypeProto> valueInfo_;
+};
+
+/// Imports one ONNX node; binds its outputs through ctx.setOutput.
+using OpImporter = mlir::LogicalResult (*)(ImportContext &ctx,
+                                           const onnx::NodeProto &node);
+
+/// The op importers by ONNX op type (default domain only).
+class OpImporterRegistry {
+public:
+  OpImporterRegistry();
+  void add(llvm::StringRef opType, OpImporter importer) {
+    importers_[opType] = importer;
+  }
+  OpImporter lookup(llvm::StringRef opType) const {
+    return importers_.lookup(opType);
+  }
+
+private:
+  llvm::StringMap<OpImporter> importers_;
+};
+
+// One registration function per op family, each in its own file.
+void registerElementwiseImporters(OpImporterRegistry &registry);
+void registerMatMulImporters(OpImporterRegistry &registry);
+void registerNormalizationImporters(OpImporterRegistry &registry);
+void registerReductionImporters(OpImporterRegistry &registry);
+void registerShapeImporters(OpImporterRegistry &registry);
+void registerTensorImporters(OpImporterRegistry &registry);
+
+/// Converts an ONNX tensor (initializer or Constant attribute) to the value
+/// of a kiln.constant. Large tensors reference their bytes without copying:
+/// `keepAlive` owns those bytes (the parsed model), and external-data files
+/// are memory-mapped relative to `baseDir`.
+class WeightLoader {
+public:
+  WeightLoader(std::string baseDir, std::shared_ptr<const void> keepAlive,
+               int64_t inlineLimit);
+  ~WeightLoader();
+  mlir::FailureOr<mlir::ElementsAttr> load(const onnx::TensorProto &tensor,
+                                           mlir::MLIRContext *context,
+                                           std::string &error);
+
+private:
+  struct MappedFiles;
+  std::string baseDir_;
+  std::shared_ptr<const void> keepAlive_;
+  int64_t inlineLimit_;
+  std::shared_ptr<MappedFiles> files_;
+};
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_IMPORTER_IMPORTCONTEXT_H

@@ -1,0 +1,320 @@
+//===- OnnxImporter.cpp - ONNX model to kiln module -----------------------===//
+//
+// The stages, each reporting its own failure: read and parse the file, check
+// the model, check the opset, list every unsupported op, run ONNX shape
+// inference, then build the function node by node and verify it.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Importer/OnnxImporter.h"
+#include "compiler/Importer/ImportContext.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <onnx/checker.h>
+#include <map>
+#include <set>
+#include <onnx/defs/parser.h>
+#include <onnx/shape_inference/implementation.h>
+
+using namespace mlir;
+
+namespace kiln {
+
+void registerImporterDialects(MLIRContext &context) {
+  context.loadDialect<KilnDialect, func::FuncDialect>();
+}
+
+namespace {
+
+constexpr int64_t kMinOpset = 13;
+constexpr int64_t kMaxOpset = 17;
+
+bool isDefaultDomain(const std::string &domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+/// Formats diagnostics as "<node>: <message>"; the location's name is the
+/// node, and the file name is given once by the caller.
+std::string formatDiagnostic(Diagnostic &diag) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto nameLoc = dyn_cast<NameLoc>(diag.getLocation()))
+    os << "node '" << nameLoc.getName().getValue() << "': ";
+  os << diag.str();
+  for (const Diagnostic &note : diag.getNotes())
+    os << "\n  note: " << note.str();
+  return text;
+}
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext &context, std::shared_ptr<onnx::ModelProto> model,
+                StringRef sourceName, StringRef baseDir, const ImportOptions &options)
+      : context_(context), model_(std::move(model)), sourceName_(sourceName.str()),
+        options_(options),
+        weights_(baseDir.str(), model_, options.inlineConstantLimit) {}
+
+  OwningOpRef<ModuleOp> run(std::string &errorMessage);
+
+private:
+  LogicalResult checkOpset(int64_t &opset, std::string &error);
+  LogicalResult checkSupportedOps(std::string &error);
+  LogicalResult buildFunction(ModuleOp module, int64_t opset);
+
+  MLIRContext &context_;
+  std::shared_ptr<onnx::ModelProto> model_;
+  std::string sourceName_;
+  const ImportOptions &options_;
+  WeightLoader weights_;
+  OpImporterRegistry registry_;
+};
+
+LogicalResult GraphImporter::checkOpset(int64_t &opset, std::string &error) {
+  opset = -1;
+  for (const auto &entry : model_->opset_import())
+    if (isDefaultDomain(entry.domain()))
+      opset = entry.version();
+  if (opset < 0) {
+    error = "the model imports no opset of the default ONNX domain";
+    return failure();
+  }
+  if (opset < kMinOpset || opset > kMaxOpset) {
+    error = "the model uses opset " + std::to_string(opset) +
+            " of the default ONNX domain; kiln supports opsets " +
+            std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset);
+    return failure();
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::checkSupportedOps(std::string &error) {
+  std::map<std::string, int64_t> opsets;
+  for (const auto &entry : model_->opset_import())
+    opsets[isDefaultDomain(entry.domain()) ? "" : entry.domain()] = entry.version();
+  std::vector<std::string> unsupported;
+  for (const auto &node : model_->graph().node()) {
+    std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
+    if (domain.empty() && registry_.lookup(node.op_type()))
+      continue;
+    std::string label = node.name().empty()
+                            ? "<unnamed, output '" +
+                                  (node.output_size() ? node.output(0) : "") + "'>"
+                            : "'" + node.name() + "'";
+    unsupported.push_back("node " + label + ": op '" +
+                          (domain.empty() ? "" : domain + ".") + node.op_type() +
+                          "' (opset " + std::to_string(opsets[domain]) + ")");
+  }
+  if (unsupported.empty())
+    return success();
+  error = std::to_string(unsupported.size()) + " unsupported operator" +
+          (unsupported.size() == 1 ? "" : "s") + ":";
+  for (const auto &line : unsupported)
+    error += "\n  " + line;
+  return failure();
+}
+
+LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
+  const onnx::GraphProto &graph = model_->graph();
+  OpBuilder builder(module.getBodyRegion());
+  ImportContext ctx(builder, sourceName_, opset, options_, weights_);
+  Location fileLoc = FileLineColLoc::get(&context_, sourceName_, 0, 0);
+
+  for (const auto &info : graph.value_info())
+    ctx.setValueInfo(info);
+  for (const auto &info : graph.output())
+    ctx.setValueInfo(info);
+
+  std::set<std::string> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+
+  // Graph inputs that are also initializers (old-style defaults) are
+  // constants, not function arguments.
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<std::string> argNames;
+  auto valueAttrs = [&](const onnx::ValueInfoProto &info) {
+    SmallVector<Attribute> dims;
+    for (const auto &dim : info.type().tensor_type().shape().dim())
+      dims.push_back(builder.getStringAttr(dim.has_dim_value() ? "" : dim.dim_param()));
+    return builder.getDictionaryAttr(
+        {builder.getNamedAttr(KilnDialect::kNameAttrName,
+                              builder.getStringAttr(info.name())),
+         builder.getNamedAttr(KilnDialect::kDimsAttrName, builder.getArrayAttr(dims))});
+  };
+  for (const auto &input : graph.input()) {
+    if (initializerNames.count(input.name()))
+      continue;
+    auto type = ctx.convertType(input.type(), fileLoc,
+                                "graph input '" + input.name() + "'");
+    if (failed(type))
+      return failure();
+    argTypes.push_back(*type);
+    argAttrs.push_back(valueAttrs(input));
+    argNames.push_back(input.name());
+  }
+
+  auto func = builder.create<func::FuncOp>(fileLoc, options_.functionName,
+                                           builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    ctx.bind(name, entry->getArgument(i));
+    func.setArgAttrs(i, argAttrs[i]);
+  }
+  builder.setInsertionPointToStart(entry);
+
+  for (const auto &init : graph.initializer()) {
+    std::string message;
+    auto attr = weights_.load(init, &context_, message);
+    if (failed(attr))
+      return emitError(fileLoc) << "initializer: " << message;
+    Location loc = NameLoc::get(builder.getStringAttr(init.name()), fileLoc);
+    ctx.bind(init.name(), builder.create<ConstantOp>(loc, *attr));
+  }
+
+  for (const auto &node : graph.node()) {
+    OpImporter importer = registry_.lookup(node.op_type());
+    if (failed(importer(ctx, node)))
+      return failure();
+    for (int i = 0; i < node.output_size(); ++i)
+      if (ctx.hasOutput(node, i) && !ctx.lookup(node.output(i)))
+        return ctx.error(node) << "output '" << node.output(i)
+                               << "' was not produced";
+  }
+
+  SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
+  for (const auto &output : graph.output()) {
+    Value value = ctx.lookup(output.name());
+    if (!value)
+      return emitError(fileLoc) << "graph output '" << output.name()
+                                << "' is not produced by any node";
+    results.push_back(value);
+    resultTypes.push_back(value.getType());
+  }
+  builder.create<func::ReturnOp>(fileLoc, results);
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  for (auto [i, output] : llvm::enumerate(graph.output())) {
+    // The graph's declared output shape may name dims the value's type has
+    // resolved; keep the names only where the dimension is still dynamic.
+    DictionaryAttr attrs = valueAttrs(output);
+    auto type = cast<RankedTensorType>(resultTypes[i]);
+    auto dims = attrs.getAs<ArrayAttr>(KilnDialect::kDimsAttrName);
+    SmallVector<Attribute> kept;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      kept.push_back(type.isDynamicDim(d) && d < static_cast<int64_t>(dims.size())
+                         ? dims[d]
+                         : builder.getStringAttr(""));
+    func.setResultAttrs(
+        i, builder.getDictionaryAttr(
+               {builder.getNamedAttr(KilnDialect::kNameAttrName,
+                                     builder.getStringAttr(output.name())),
+                builder.getNamedAttr(KilnDialect::kDimsAttrName,
+                                     builder.getArrayAttr(kept))}));
+  }
+  return success();
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
+  auto fail = [&](const std::string &stage, const std::string &message) {
+    errorMessage = sourceName_ + ": " + stage + ": " + message;
+    return OwningOpRef<ModuleOp>();
+  };
+  if (!model_->has_graph())
+    return fail("invalid model", "it has no graph");
+  if (options_.runChecker) {
+    try {
+      onnx::checker::check_model(*model_);
+    } catch (const std::exception &e) {
+      return fail("ONNX checker", e.what());
+    }
+  }
+  int64_t opset;
+  std::string error;
+  if (failed(checkOpset(opset, error)))
+    return fail("unsupported opset", error);
+  if (failed(checkSupportedOps(error)))
+    return fail("unsupported operators", error);
+  try {
+    onnx::shape_inference::InferShapes(
+        *model_, onnx::OpSchemaRegistry::Instance(),
+        onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0,
+                                    /*data_prop=*/true));
+  } catch (const std::exception &e) {
+    return fail("ONNX shape inference", e.what());
+  }
+
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context_, [&](Diagnostic &diag) {
+    if (diag.getSeverity() == DiagnosticSeverity::Error) {
+      if (!diagnostics.empty())
+        diagnostics += "\n";
+      diagnostics += formatDiagnostic(diag);
+    }
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = ModuleOp::create(
+      FileLineColLoc::get(&context_, sourceName_, 0, 0));
+  if (failed(buildFunction(*module, opset)))
+    return fail("import", diagnostics);
+  if (failed(verify(*module)))
+    return fail("verification of the imported IR", diagnostics);
+  return module;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, StringRef contents,
+                                       StringRef sourceName, StringRef baseDir,
+                                       const ImportOptions &options,
+                                       std::string &errorMessage) {
+  registerImporterDialects(context);
+  auto model = std::make_shared<onnx::ModelProto>();
+  bool text = options.format == OnnxInputFormat::Text ||
+              (options.format == OnnxInputFormat::Auto &&
+               sourceName.ends_with(".onnxtxt"));
+  if (text) {
+    // The parser needs a NUL-terminated string.
+    std::string source = contents.str();
+    auto status = onnx::OnnxParser::Parse(*model, source.c_str());
+    if (!status.IsOK()) {
+      errorMessage = sourceName.str() + ": cannot parse ONNX text: " +
+                     status.ErrorMessage();
+      return {};
+    }
+  } else if (contents.size() > static_cast<size_t>(INT_MAX) ||
+             !model->ParseFromArray(contents.data(), static_cast<int>(contents.size()))) {
+    errorMessage = sourceName.str() +
+                   ": not a valid ONNX model: the protobuf could not be parsed "
+                   "(the file is truncated, corrupted or not ONNX)";
+    return {};
+  }
+  GraphImporter importer(context, std::move(model), sourceName, baseDir, options);
+  return importer.run(errorMessage);
+}
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
+                                     const ImportOptions &options,
+                                     std::string &errorMessage) {
+  auto buffer = path == "-" ? llvm::MemoryBuffer::getSTDIN()
+                            : llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                          /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    errorMessage = path.str() + ": cannot read: " + buffer.getError().message();
+    return {};
+  }
+  llvm::SmallString<256> baseDir(path == "-" ? "." : path);
+  if (path != "-")
+    llvm::sys::path::remove_filename(baseDir);
+  if (baseDir.empty())
+    baseDir = ".";
+  return importOnnxBuffer(context, (*buffer)->getBuffer(), path, baseDir, options,
+                          errorMessage);
+}
+
+} // namespace kiln

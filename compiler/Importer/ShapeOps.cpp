@@ -1,0 +1,374 @@
+//===- ShapeOps.cpp - Data movement ONNX ops ------------------------------===//
+//
+// Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Split, Slice,
+// Gather, Expand and Tile.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Importer/ImportContext.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+SmallVector<int64_t> dynamicShape(int64_t rank) {
+  return SmallVector<int64_t>(rank, ShapedType::kDynamic);
+}
+
+/// Length of a 1-D shape operand; fails when it is not known statically.
+FailureOr<int64_t> staticLength(ImportContext &ctx, const onnx::NodeProto &node,
+                                Value list, StringRef what) {
+  auto type = tensorType(list);
+  if (type.getRank() != 1 || type.isDynamicDim(0))
+    return ctx.error(node) << what << " must be a 1-D tensor of known length, got "
+                           << type;
+  return type.getDimSize(0);
+}
+
+LogicalResult importReshape(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto shape = ctx.requiredInput(node, 1);
+  auto allowZero = ctx.intAttr(node, "allowzero", 0);
+  if (failed(x) || failed(shape) || failed(allowZero))
+    return failure();
+  auto rank = staticLength(ctx, node, *shape, "shape");
+  if (failed(rank))
+    return failure();
+  if (*allowZero) {
+    // kiln.reshape reads 0 as "copy the input dimension"; with allowzero a 0
+    // means an empty dimension, which only a constant shape can rule out.
+    auto values = ctx.constantInts(node, 1, "shape (with allowzero = 1)");
+    if (failed(values))
+      return failure();
+    if (llvm::is_contained(*values, 0))
+      return ctx.error(node) << "allowzero = 1 with a 0 in the shape (an empty "
+                                "tensor) is not supported";
+  }
+  auto type = ctx.resultType(node, 0, getElementTypeOrSelf(*x), dynamicShape(*rank));
+  ctx.setOutput(node, 0,
+                ctx.builder().create<ReshapeOp>(ctx.loc(node), type, *x, *shape));
+  return success();
+}
+
+/// Flatten to [prod(d[:axis]), prod(d[axis:])], with -1 for the side that
+/// holds dynamic dimensions.
+LogicalResult importFlatten(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto axisAttr = ctx.intAttr(node, "axis", 1);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  auto type = tensorType(*x);
+  int64_t rank = type.getRank();
+  int64_t axis = *axisAttr < 0 ? *axisAttr + rank : *axisAttr;
+  if (axis < 0 || axis > rank)
+    return ctx.error(node) << "axis " << *axisAttr << " is out of range for rank "
+                           << rank;
+  auto product = [&](int64_t begin, int64_t end) -> std::optional<int64_t> {
+    int64_t result = 1;
+    for (int64_t i = begin; i < end; ++i) {
+      if (type.isDynamicDim(i))
+        return std::nullopt;
+      result *= type.getDimSize(i);
+    }
+    return result;
+  };
+  std::optional<int64_t> outer = product(0, axis), inner = product(axis, rank);
+  if (!outer && !inner)
+    return ctx.error(node) << "cannot flatten " << type << " at axis " << axis
+                           << ": both sides have dynamic dimensions";
+  SmallVector<int64_t> shape = {outer.value_or(ShapedType::kDynamic),
+                                inner.value_or(ShapedType::kDynamic)};
+  SmallVector<int64_t> target = {outer.value_or(-1), inner.value_or(-1)};
+  Location loc = ctx.loc(node);
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<ReshapeOp>(loc, resultType, *x,
+                                                ctx.i64List(loc, target)));
+  return success();
+}
+
+LogicalResult importTranspose(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto permAttr = ctx.intsAttr(node, "perm");
+  if (failed(x) || failed(permAttr))
+    return failure();
+  auto type = tensorType(*x);
+  SmallVector<int64_t> perm;
+  if (*permAttr)
+    perm = **permAttr;
+  else
+    for (int64_t i = type.getRank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (static_cast<int64_t>(perm.size()) != type.getRank())
+    return ctx.error(node) << "attribute 'perm' has " << perm.size()
+                           << " entries but the input has rank " << type.getRank();
+  SmallVector<int64_t> shape;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= type.getRank())
+      return ctx.error(node) << "attribute 'perm' entry " << axis
+                             << " is out of range for rank " << type.getRank();
+    shape.push_back(type.getDimSize(axis));
+  }
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<TransposeOp>(
+                    ctx.loc(node), resultType, *x,
+                    ctx.builder().getDenseI64ArrayAttr(perm)));
+  return success();
+}
+
+LogicalResult importSqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = tensorType(*x);
+  SmallVector<int64_t> axes;
+  if (ctx.input(node, 1)) {
+    auto values = ctx.constantInts(node, 1, "axes");
+    if (failed(values))
+      return failure();
+    auto normalized = ctx.normalizeAxes(node, *values, type.getRank());
+    if (failed(normalized))
+      return failure();
+    axes = *normalized;
+  } else {
+    // Without axes every size-1 dimension goes, which must be knowable.
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      if (type.isDynamicDim(i))
+        return ctx.error(node) << "squeezing without axes needs a static shape, got "
+                               << type;
+      if (type.getDimSize(i) == 1)
+        axes.push_back(i);
+    }
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (!llvm::is_contained(axes, i))
+      shape.push_back(type.getDimSize(i));
+    else if (!type.isDynamicDim(i) && type.getDimSize(i) != 1)
+      return ctx.error(node) << "cannot squeeze axis " << i << " of size "
+                             << type.getDimSize(i);
+  }
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<SqueezeOp>(ctx.loc(node), resultType, *x,
+                                                ctx.builder().getDenseI64ArrayAttr(axes)));
+  return success();
+}
+
+LogicalResult importUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto values = ctx.constantInts(node, 1, "axes");
+  if (failed(values))
+    return failure();
+  auto type = tensorType(*x);
+  int64_t rank = type.getRank() + values->size();
+  auto axes = ctx.normalizeAxes(node, *values, rank);
+  if (failed(axes))
+    return failure();
+  SmallVector<int64_t> shape;
+  auto next = type.getShape().begin();
+  for (int64_t i = 0; i < rank; ++i)
+    shape.push_back(llvm::is_contained(*axes, i) ? 1 : *next++);
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<UnsqueezeOp>(ctx.loc(node), resultType, *x,
+                                                  ctx.builder().getDenseI64ArrayAttr(*axes)));
+  return success();
+}
+
+LogicalResult importConcat(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto axisAttr = ctx.intAttr(node, "axis", 0);
+  if (failed(axisAttr))
+    return failure();
+  SmallVector<Value> inputs;
+  for (int i = 0; i < node.input_size(); ++i) {
+    auto input = ctx.requiredInput(node, i);
+    if (failed(input))
+      return failure();
+    inputs.push_back(*input);
+  }
+  if (inputs.empty())
+    return ctx.error(node) << "needs at least one input";
+  auto first = tensorType(inputs.front());
+  auto axis = ctx.normalizeAxis(node, *axisAttr, first.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(first.getShape());
+  for (Value input : llvm::drop_begin(inputs)) {
+    auto type = tensorType(input);
+    if (type.getRank() != first.getRank())
+      return ctx.error(node) << "inputs have different ranks: " << first << " and "
+                             << type;
+    int64_t dim = type.getDimSize(*axis);
+    shape[*axis] = ShapedType::isDynamic(dim) || ShapedType::isDynamic(shape[*axis])
+                       ? ShapedType::kDynamic
+                       : shape[*axis] + dim;
+    for (int64_t i = 0; i < first.getRank(); ++i)
+      if (i != *axis && ShapedType::isDynamic(shape[i]))
+        shape[i] = type.getDimSize(i);
+  }
+  auto resultType = ctx.resultType(node, 0, first.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<ConcatOp>(ctx.loc(node), resultType, inputs,
+                                               ctx.builder().getI64IntegerAttr(*axis)));
+  return success();
+}
+
+LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto axisAttr = ctx.intAttr(node, "axis", 0);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  auto type = tensorType(*x);
+  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  int64_t parts = node.output_size();
+  SmallVector<int64_t> sizes;
+  if (ctx.input(node, 1)) {
+    auto values = ctx.constantInts(node, 1, "split");
+    if (failed(values))
+      return failure();
+    sizes = *values;
+    if (static_cast<int64_t>(sizes.size()) != parts)
+      return ctx.error(node) << "'split' has " << sizes.size() << " sizes but the node has "
+                             << parts << " outputs";
+  } else {
+    int64_t dim = type.getDimSize(*axis);
+    if (ShapedType::isDynamic(dim))
+      return ctx.error(node) << "an even split needs a static axis size, got " << type;
+    if (dim % parts != 0)
+      return ctx.error(node) << "axis of size " << dim << " does not split evenly into "
+                             << parts << " outputs";
+    sizes.assign(parts, dim / parts);
+  }
+  SmallVector<Type> resultTypes;
+  for (auto [i, size] : llvm::enumerate(sizes)) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[*axis] = size;
+    resultTypes.push_back(ctx.resultType(node, i, type.getElementType(), shape));
+  }
+  auto split = ctx.builder().create<SplitOp>(
+      ctx.loc(node), resultTypes, *x, ctx.builder().getI64IntegerAttr(*axis),
+      ctx.builder().getDenseI64ArrayAttr(sizes));
+  for (auto [i, result] : llvm::enumerate(split.getResults()))
+    ctx.setOutput(node, i, result);
+  return success();
+}
+
+LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto starts = ctx.requiredInput(node, 1);
+  auto ends = ctx.requiredInput(node, 2);
+  if (failed(x) || failed(starts) || failed(ends))
+    return failure();
+  auto type = tensorType(*x);
+  auto count = staticLength(ctx, node, *starts, "starts");
+  if (failed(count))
+    return failure();
+  SmallVector<int64_t> axes;
+  if (ctx.input(node, 3)) {
+    auto values = ctx.constantInts(node, 3, "axes");
+    if (failed(values))
+      return failure();
+    axes = *values;
+  } else {
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, *count));
+  }
+  if (static_cast<int64_t>(axes.size()) != *count)
+    return ctx.error(node) << "'axes' has " << axes.size() << " entries but 'starts' has "
+                           << *count;
+  for (int64_t &axis : axes) {
+    auto normalized = ctx.normalizeAxis(node, axis, type.getRank());
+    if (failed(normalized))
+      return failure();
+    axis = *normalized;
+  }
+  Location loc = ctx.loc(node);
+  Value steps = ctx.input(node, 4);
+  if (!steps)
+    steps = ctx.i64List(loc, SmallVector<int64_t>(*count, 1));
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t axis : axes)
+    shape[axis] = ShapedType::kDynamic;
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  // Index operands of other integer types are widened to kiln's i64.
+  auto toI64 = [&](Value v) -> Value {
+    auto t = tensorType(v);
+    if (t.getElementType().isInteger(64))
+      return v;
+    return ctx.builder().create<CastOp>(loc, t.clone(ctx.builder().getI64Type()), v);
+  };
+  ctx.setOutput(node, 0,
+                ctx.builder().create<SliceOp>(loc, resultType, *x, toI64(*starts),
+                                              toI64(*ends), toI64(steps),
+                                              ctx.builder().getDenseI64ArrayAttr(axes)));
+  return success();
+}
+
+LogicalResult importGather(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto data = ctx.requiredInput(node, 0);
+  auto indices = ctx.requiredInput(node, 1);
+  auto axisAttr = ctx.intAttr(node, "axis", 0);
+  if (failed(data) || failed(indices) || failed(axisAttr))
+    return failure();
+  auto type = tensorType(*data);
+  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape().take_front(*axis));
+  llvm::append_range(shape, tensorType(*indices).getShape());
+  llvm::append_range(shape, type.getShape().drop_front(*axis + 1));
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<GatherOp>(ctx.loc(node), resultType, *data,
+                                               *indices,
+                                               ctx.builder().getI64IntegerAttr(*axis)));
+  return success();
+}
+
+/// Expand and Tile: the result rank follows from the input and the length
+/// of the 1-D shape operand; the sizes come from shape inference.
+template <typename OpTy>
+LogicalResult importShapeDriven(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto shape = ctx.requiredInput(node, 1);
+  if (failed(x) || failed(shape))
+    return failure();
+  auto length = staticLength(ctx, node, *shape, "the shape input");
+  if (failed(length))
+    return failure();
+  auto type = tensorType(*x);
+  int64_t rank = std::is_same_v<OpTy, ExpandOp> ? std::max(type.getRank(), *length)
+                                                : type.getRank();
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(rank));
+  ctx.setOutput(node, 0,
+                ctx.builder().create<OpTy>(ctx.loc(node), resultType, *x, *shape));
+  return success();
+}
+
+} // namespace
+
+void registerShapeImporters(OpImporterRegistry &registry) {
+  registry.add("Reshape", importReshape);
+  registry.add("Flatten", importFlatten);
+  registry.add("Transpose", importTranspose);
+  registry.add("Squeeze", importSqueeze);
+  registry.add("Unsqueeze", importUnsqueeze);
+  registry.add("Concat", importConcat);
+  registry.add("Split", importSplit);
+  registry.add("Slice", importSlice);
+  registry.add("Gather", importGather);
+  registry.add("Expand", importShapeDriven<ExpandOp>);
+  registry.add("Tile", importShapeDriven<TileOp>);
+}
+
+} // namespace kiln

@@ -1,0 +1,237 @@
+//===- TensorOps.cpp - Constants, shape queries and generators ------------===//
+//
+// Constant, ConstantOfShape, Range, Trilu, Shape, Size, and the ops that only
+// forward a value at inference time: Identity and Dropout.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Importer/ImportContext.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// Builds the TensorProto a Constant node's value attribute describes.
+FailureOr<onnx::TensorProto> constantTensor(ImportContext &ctx,
+                                            const onnx::NodeProto &node) {
+  if (node.attribute_size() != 1)
+    return ctx.error(node) << "needs exactly one value attribute, got "
+                           << node.attribute_size();
+  const onnx::AttributeProto &attr = node.attribute(0);
+  onnx::TensorProto tensor;
+  if (attr.name() == "value" && attr.type() == onnx::AttributeProto::TENSOR) {
+    tensor = attr.t();
+  } else if (attr.name() == "value_float" && attr.type() == onnx::AttributeProto::FLOAT) {
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.add_float_data(attr.f());
+  } else if (attr.name() == "value_floats" && attr.type() == onnx::AttributeProto::FLOATS) {
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.add_dims(attr.floats_size());
+    *tensor.mutable_float_data() = attr.floats();
+  } else if (attr.name() == "value_int" && attr.type() == onnx::AttributeProto::INT) {
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_int64_data(attr.i());
+  } else if (attr.name() == "value_ints" && attr.type() == onnx::AttributeProto::INTS) {
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_dims(attr.ints_size());
+    *tensor.mutable_int64_data() = attr.ints();
+  } else {
+    return ctx.error(node) << "unsupported value attribute '" << attr.name()
+                           << "' of type "
+                           << onnx::AttributeProto::AttributeType_Name(attr.type());
+  }
+  tensor.set_name(node.output(0));
+  return tensor;
+}
+
+FailureOr<ElementsAttr> loadTensor(ImportContext &ctx, const onnx::NodeProto &node,
+                                   const onnx::TensorProto &tensor) {
+  std::string message;
+  auto attr = ctx.weights().load(tensor, ctx.context(), message);
+  if (failed(attr))
+    return ctx.error(node) << message;
+  return attr;
+}
+
+LogicalResult importConstant(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto tensor = constantTensor(ctx, node);
+  if (failed(tensor))
+    return failure();
+  auto attr = loadTensor(ctx, node, *tensor);
+  if (failed(attr))
+    return failure();
+  ctx.setOutput(node, 0, ctx.builder().create<ConstantOp>(ctx.loc(node), *attr));
+  return success();
+}
+
+LogicalResult importIdentity(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  ctx.setOutput(node, 0, *x);
+  return success();
+}
+
+/// At inference Dropout is the identity and its mask is all true.
+LogicalResult importDropout(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  if (Value training = ctx.input(node, 2)) {
+    auto mode = ctx.constantInts(node, 2, "training_mode");
+    if (failed(mode))
+      return failure();
+    if (!mode->empty() && mode->front() != 0)
+      return ctx.error(node) << "training_mode = true; kiln imports inference graphs only";
+  }
+  ctx.setOutput(node, 0, *x);
+  if (ctx.hasOutput(node, 1)) {
+    Location loc = ctx.loc(node);
+    OpBuilder &b = ctx.builder();
+    auto type = cast<RankedTensorType>(x->getType());
+    auto shapeType = RankedTensorType::get({type.getRank()}, b.getI64Type());
+    Value shape = b.create<ShapeOfOp>(loc, shapeType, *x);
+    Value ones = ctx.scalar(loc, b.getI1Type(), 1);
+    ctx.setOutput(node, 1,
+                  b.create<ExpandOp>(loc, type.clone(b.getI1Type()), ones, shape));
+  }
+  return success();
+}
+
+/// A splat constant when the shape is known; otherwise the scalar value
+/// expanded to the run-time shape.
+LogicalResult importConstantOfShape(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto shape = ctx.requiredInput(node, 0);
+  if (failed(shape))
+    return failure();
+  onnx::TensorProto value;
+  if (const auto *attr = ctx.findAttr(node, "value")) {
+    if (attr->type() != onnx::AttributeProto::TENSOR)
+      return ctx.error(node) << "attribute 'value' must be TENSOR";
+    value = attr->t();
+  } else {
+    value.set_data_type(onnx::TensorProto::FLOAT);
+    value.add_float_data(0.0f);
+  }
+  value.clear_dims();
+  value.set_name(node.output(0) + ".value");
+  auto scalarAttr = loadTensor(ctx, node, value);
+  if (failed(scalarAttr))
+    return failure();
+  auto dense = dyn_cast<DenseElementsAttr>(*scalarAttr);
+  if (!dense || dense.getNumElements() != 1)
+    return ctx.error(node) << "attribute 'value' must hold one element";
+  Location loc = ctx.loc(node);
+  Type element = dense.getElementType();
+  if (ctx.isConstantInput(node, 0)) {
+    auto dims = ctx.constantInts(node, 0, "shape");
+    if (failed(dims))
+      return failure();
+    if (llvm::any_of(*dims, [](int64_t d) { return d < 0; }))
+      return ctx.error(node) << "shape has a negative dimension";
+    auto type = RankedTensorType::get(*dims, element);
+    ctx.setOutput(node, 0,
+                  ctx.builder().create<ConstantOp>(
+                      loc, type, DenseElementsAttr::get(type, dense.getValues<Attribute>()[0])));
+    return success();
+  }
+  auto rank = cast<RankedTensorType>(shape->getType()).getDimSize(0);
+  if (ShapedType::isDynamic(rank))
+    return ctx.error(node) << "the shape input must have a known length";
+  Value scalar = ctx.builder().create<ConstantOp>(loc, cast<ElementsAttr>(dense));
+  auto type = ctx.resultType(node, 0, element,
+                             SmallVector<int64_t>(rank, ShapedType::kDynamic));
+  ctx.setOutput(node, 0, ctx.builder().create<ExpandOp>(loc, type, scalar, *shape));
+  return success();
+}
+
+LogicalResult importRange(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto start = ctx.requiredInput(node, 0);
+  auto limit = ctx.requiredInput(node, 1);
+  auto delta = ctx.requiredInput(node, 2);
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  auto type = ctx.resultType(node, 0, getElementTypeOrSelf(*start),
+                             {ShapedType::kDynamic});
+  ctx.setOutput(node, 0,
+                ctx.builder().create<RangeOp>(ctx.loc(node), type, *start, *limit,
+                                              *delta));
+  return success();
+}
+
+LogicalResult importTrilu(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto upper = ctx.intAttr(node, "upper", 1);
+  if (failed(x) || failed(upper))
+    return failure();
+  int64_t k = 0;
+  if (ctx.input(node, 1)) {
+    auto values = ctx.constantInts(node, 1, "k");
+    if (failed(values))
+      return failure();
+    if (values->size() != 1)
+      return ctx.error(node) << "k must hold one value, got " << values->size();
+    k = values->front();
+  }
+  auto op = ctx.builder().create<TriluOp>(
+      ctx.loc(node), x->getType(), *x, ctx.builder().getI64IntegerAttr(k),
+      *upper ? ctx.builder().getUnitAttr() : UnitAttr());
+  ctx.setOutput(node, 0, op);
+  return success();
+}
+
+/// Shape, with opset 15's start/end window taken by a static slice.
+LogicalResult importShape(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto startAttr = ctx.intAttr(node, "start", 0);
+  if (failed(x) || failed(startAttr))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  auto endAttr = ctx.intAttr(node, "end", rank);
+  if (failed(endAttr))
+    return failure();
+  auto clampIndex = [rank](int64_t i) {
+    return std::clamp<int64_t>(i < 0 ? i + rank : i, 0, rank);
+  };
+  int64_t start = clampIndex(*startAttr), end = clampIndex(*endAttr);
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  Value shape = b.create<ShapeOfOp>(
+      loc, RankedTensorType::get({rank}, b.getI64Type()), *x);
+  if (start != 0 || end != rank) {
+    int64_t length = std::max<int64_t>(end - start, 0);
+    shape = b.create<SliceOp>(loc, RankedTensorType::get({length}, b.getI64Type()),
+                              shape, ctx.i64List(loc, {start}),
+                              ctx.i64List(loc, {end}), ctx.i64List(loc, {1}),
+                              b.getDenseI64ArrayAttr({0}));
+  }
+  ctx.setOutput(node, 0, shape);
+  return success();
+}
+
+LogicalResult importSize(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  ctx.setOutput(node, 0,
+                b.create<SizeOp>(ctx.loc(node),
+                                 RankedTensorType::get({}, b.getI64Type()), *x));
+  return success();
+}
+
+} // namespace
+
+void registerTensorImporters(OpImporterRegistry &registry) {
+  registry.add("Constant", importConstant);
+  registry.add("Identity", importIdentity);
+  registry.add("Dropout", importDropout);
+  registry.add("ConstantOfShape", importConstantOfShape);
+  registry.add("Range", importRange);
+  registry.add("Trilu", importTrilu);
+  registry.add("Shape", importShape);
+  registry.add("Size", importSize);
+}
+
+} // namespace kiln

@@ -1,0 +1,216 @@
+//===- Weights.cpp - ONNX tensors to constant attributes ------------------===//
+//
+// Small tensors become `dense` literals. Large ones become `dense_resource`
+// blobs that point at the bytes where they already are: inside the parsed
+// model, or in a memory-mapped external-data file. A copy is made only when
+// the bytes must be converted (typed protobuf fields) or are misaligned.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Importer/ImportContext.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <map>
+
+using namespace mlir;
+
+namespace kiln {
+
+struct WeightLoader::MappedFiles {
+  std::map<std::string, std::shared_ptr<llvm::MemoryBuffer>> byPath;
+};
+
+WeightLoader::WeightLoader(std::string baseDir, std::shared_ptr<const void> keepAlive,
+                           int64_t inlineLimit)
+    : baseDir_(std::move(baseDir)), keepAlive_(std::move(keepAlive)),
+      inlineLimit_(inlineLimit), files_(std::make_shared<MappedFiles>()) {}
+
+WeightLoader::~WeightLoader() = default;
+
+namespace {
+
+/// Bytes per element in MLIR's dense layout (i1 takes a whole byte in raw
+/// ONNX data and in resource blobs).
+size_t byteWidth(Type element) {
+  return std::max<size_t>(1, element.getIntOrFloatBitWidth() / 8);
+}
+
+/// Resource keys must be identifiers; ONNX names may hold any character.
+std::string resourceKey(StringRef name) {
+  std::string key;
+  for (char c : name)
+    key.push_back(llvm::isAlnum(c) || c == '_' || c == '.' ? c : '_');
+  if (key.empty() || llvm::isDigit(key.front()))
+    key.insert(key.begin(), '_');
+  return key;
+}
+
+/// Converts the typed repeated fields of a TensorProto into MLIR's layout.
+std::vector<char> typedFieldBytes(const onnx::TensorProto &tensor, int64_t count) {
+  std::vector<char> bytes;
+  auto append = [&](const auto &values, auto convert) {
+    for (const auto &v : values) {
+      auto converted = convert(v);
+      const char *p = reinterpret_cast<const char *>(&converted);
+      bytes.insert(bytes.end(), p, p + sizeof(converted));
+    }
+  };
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    append(tensor.float_data(), [](float v) { return v; });
+    break;
+  case onnx::TensorProto::DOUBLE:
+    append(tensor.double_data(), [](double v) { return v; });
+    break;
+  case onnx::TensorProto::INT64:
+    append(tensor.int64_data(), [](int64_t v) { return v; });
+    break;
+  case onnx::TensorProto::INT32:
+    append(tensor.int32_data(), [](int32_t v) { return v; });
+    break;
+  // These are stored widened to int32; the low bits hold the value.
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL:
+    append(tensor.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); });
+    break;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    append(tensor.int32_data(), [](int32_t v) { return static_cast<uint16_t>(v); });
+    break;
+  default:
+    break;
+  }
+  return bytes;
+}
+
+bool isAligned(const char *data, size_t alignment) {
+  return reinterpret_cast<uintptr_t>(data) % alignment == 0;
+}
+
+} // namespace
+
+FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
+                                           MLIRContext *context,
+                                           std::string &error) {
+  std::string name = "tensor '" + tensor.name() + "'";
+  Type element = convertElementType(context, tensor.data_type());
+  if (!element) {
+    error = name + " has unsupported data type " + onnxTypeName(tensor.data_type());
+    return failure();
+  }
+  SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) {
+      error = name + " has negative dimension " + std::to_string(dim);
+      return failure();
+    }
+    count *= dim;
+  }
+  auto type = RankedTensorType::get(shape, element);
+  size_t width = byteWidth(element);
+  size_t expectedBytes = static_cast<size_t>(count) * width;
+
+  // Locate the bytes: external file, raw_data, or converted typed fields.
+  ArrayRef<char> bytes;
+  std::shared_ptr<const void> owner;
+  std::vector<char> converted;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    uint64_t offset = 0;
+    std::optional<uint64_t> length;
+    for (const auto &entry : tensor.external_data()) {
+      char *end = nullptr;
+      if (entry.key() == "location") {
+        location = entry.value();
+      } else if (entry.key() == "offset" || entry.key() == "length") {
+        uint64_t value = std::strtoull(entry.value().c_str(), &end, 10);
+        if (entry.value().empty() || *end) {
+          error = name + ": external_data field '" + entry.key() +
+                  "' is not a number: '" + entry.value() + "'";
+          return failure();
+        }
+        (entry.key() == "offset" ? offset : length.emplace()) = value;
+      }
+    }
+    if (location.empty()) {
+      error = name + ": external_data has no 'location'";
+      return failure();
+    }
+    if (llvm::sys::path::is_absolute(location) ||
+        llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location),
+                                            llvm::sys::path::end(location)),
+                           "..")) {
+      error = name + ": external_data location '" + location +
+              "' must be a relative path inside the model's directory";
+      return failure();
+    }
+    llvm::SmallString<256> path(baseDir_);
+    llvm::sys::path::append(path, location);
+    auto &file = files_->byPath[std::string(path)];
+    if (!file) {
+      auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                /*RequiresNullTerminator=*/false);
+      if (!buffer) {
+        error = name + ": cannot open external data file '" + std::string(path) +
+                "': " + buffer.getError().message();
+        return failure();
+      }
+      file = std::move(*buffer);
+    }
+    uint64_t size = file->getBufferSize();
+    uint64_t used = length.value_or(offset <= size ? size - offset : 0);
+    if (offset > size || used > size - offset) {
+      error = name + ": external data at offset " + std::to_string(offset) +
+              " with length " + std::to_string(used) + " runs past the end of '" +
+              std::string(path) + "' (" + std::to_string(size) + " bytes)";
+      return failure();
+    }
+    bytes = ArrayRef<char>(file->getBufferStart() + offset, used);
+    owner = file;
+  } else if (tensor.has_raw_data()) {
+    bytes = ArrayRef<char>(tensor.raw_data().data(), tensor.raw_data().size());
+    owner = keepAlive_;
+  } else {
+    converted = typedFieldBytes(tensor, count);
+    bytes = converted;
+  }
+  if (bytes.size() != expectedBytes) {
+    error = name + " holds " + std::to_string(bytes.size()) + " bytes of data but " +
+            "its type " + onnxTypeName(tensor.data_type()) + " and shape need " +
+            std::to_string(expectedBytes);
+    return failure();
+  }
+
+  if (count <= inlineLimit_) {
+    if (element.isInteger(1)) {
+      SmallVector<bool> values;
+      for (char b : bytes)
+        values.push_back(b != 0);
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, values));
+    }
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, bytes));
+  }
+
+  AsmResourceBlob blob;
+  if (owner && !converted.size() && isAligned(bytes.data(), width)) {
+    size_t alignment = width;
+    while (alignment < 64 && isAligned(bytes.data(), alignment * 2))
+      alignment *= 2;
+    blob = AsmResourceBlob(bytes, alignment,
+                           [owner](void *, size_t, size_t) mutable { owner.reset(); },
+                           /*dataIsMutable=*/false);
+  } else {
+    blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, std::max<size_t>(width, 16));
+  }
+  return cast<ElementsAttr>(
+      DenseResourceElementsAttr::get(type, resourceKey(tensor.name()), std::move(blob)));
+}
+
+} // namespace kiln

@@ -1,0 +1,392 @@
+//===- KilnOps.cpp - Verifiers of the kiln dialect ops --------------------===//
+//
+// Verifiers check what the types can express: ranks, axes, and every static
+// dimension a result must have. Dynamic dimensions are compatible with any
+// size, so the checks never reject an op for what is only known at run time.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace kiln;
+
+#include "dialects/Kiln/IR/KilnEnums.cpp.inc"
+#define GET_OP_CLASSES
+#include "dialects/Kiln/IR/KilnOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Shared checks
+//===----------------------------------------------------------------------===//
+
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (i)
+      text += ", ";
+    text += ShapedType::isDynamic(dim) ? "?" : std::to_string(dim);
+  }
+  return text + "]";
+}
+
+static int64_t rankOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getRank();
+}
+
+static ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+/// The result must have `expected`'s rank and agree with every static size.
+static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> expected,
+                                       Value result) {
+  if (failed(verifyCompatibleShape(expected, shapeOf(result))))
+    return op->emitOpError() << "result type " << result.getType()
+                             << " does not match the expected shape "
+                             << formatShape(expected);
+  return success();
+}
+
+static LogicalResult verifyAxis(Operation *op, int64_t axis, int64_t rank,
+                                StringRef name = "axis") {
+  if (axis < 0 || axis >= rank)
+    return op->emitOpError() << name << " " << axis
+                             << " is out of range for rank " << rank
+                             << " (axes are normalized: 0 <= axis < rank)";
+  return success();
+}
+
+/// `axes` must be sorted, unique and in [0, rank).
+static LogicalResult verifyAxisList(Operation *op, ArrayRef<int64_t> axes,
+                                    int64_t rank) {
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (failed(verifyAxis(op, axis, rank)))
+      return failure();
+    if (i > 0 && axes[i - 1] >= axis)
+      return op->emitOpError() << "axes " << formatShape(axes)
+                               << " must be sorted and unique";
+  }
+  return success();
+}
+
+/// The length of a 1-D shape/index operand must be `expected` when static.
+static LogicalResult verifyListLength(Operation *op, Value list, int64_t expected,
+                                      StringRef name, StringRef against) {
+  int64_t length = shapeOf(list)[0];
+  if (!ShapedType::isDynamic(length) && length != expected)
+    return op->emitOpError() << name << " has " << length << " entries but "
+                             << against << " is " << expected;
+  return success();
+}
+
+/// `tensor` must broadcast against the trailing dimensions of `input` from
+/// `axis` on, as a norm's scale and bias do.
+static LogicalResult verifyTrailingOperand(Operation *op, Value tensor,
+                                           Value input, int64_t axis,
+                                           StringRef name) {
+  ArrayRef<int64_t> trailing = shapeOf(input).drop_front(axis);
+  ArrayRef<int64_t> shape = shapeOf(tensor);
+  if (shape.size() > trailing.size())
+    return op->emitOpError() << name << " has rank " << shape.size()
+                             << " but only " << trailing.size()
+                             << " axes are normalized";
+  SmallVector<int64_t> broadcast;
+  if (!OpTrait::util::getBroadcastedShape(trailing, shape, broadcast) ||
+      failed(verifyCompatibleShape(broadcast, trailing)))
+    return op->emitOpError() << name << " shape " << formatShape(shape)
+                             << " does not broadcast to the normalized shape "
+                             << formatShape(trailing);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClampOp::verify() {
+  for (Value bound : {getMin(), getMax()}) {
+    if (!bound)
+      continue;
+    if (rankOf(bound) != 0)
+      return emitOpError() << "bounds must be 0-d tensors, got " << bound.getType();
+    if (getElementTypeOrSelf(bound) != getElementTypeOrSelf(getInput()))
+      return emitOpError() << "bound element type " << getElementTypeOrSelf(bound)
+                           << " differs from the input's "
+                           << getElementTypeOrSelf(getInput());
+  }
+  return verifyResultShape(*this, shapeOf(getInput()), getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions, normalizations and reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::verify() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
+  if (lhs.size() < 2 || rhs.size() < 2)
+    return emitOpError() << "operands must have rank 2 or more, got "
+                         << getLhs().getType() << " and " << getRhs().getType();
+  int64_t m = lhs[lhs.size() - 2], lhsK = lhs.back();
+  int64_t rhsK = getTransposeB() ? rhs.back() : rhs[rhs.size() - 2];
+  int64_t n = getTransposeB() ? rhs[rhs.size() - 2] : rhs.back();
+  if (failed(verifyCompatibleShape(ArrayRef<int64_t>{lhsK}, ArrayRef<int64_t>{rhsK})))
+    return emitOpError() << "contraction sizes differ: lhs has K = " << lhsK
+                         << ", rhs has K = " << rhsK;
+  SmallVector<int64_t> expected;
+  if (!OpTrait::util::getBroadcastedShape(lhs.drop_back(2), rhs.drop_back(2),
+                                          expected))
+    return emitOpError() << "batch dimensions " << formatShape(lhs.drop_back(2))
+                         << " and " << formatShape(rhs.drop_back(2))
+                         << " do not broadcast";
+  expected.append({m, n});
+  return verifyResultShape(*this, expected, getResult());
+}
+
+template <typename AxisOp>
+static LogicalResult verifyAxisOp(AxisOp op) {
+  return verifyAxis(op, op.getAxis(), rankOf(op.getInput()));
+}
+LogicalResult SoftmaxOp::verify() { return verifyAxisOp(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifyAxisOp(*this); }
+
+LogicalResult LayerNormOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), rankOf(getInput()))) ||
+      failed(verifyTrailingOperand(*this, getScale(), getInput(), getAxis(), "scale")))
+    return failure();
+  if (getBias())
+    return verifyTrailingOperand(*this, getBias(), getInput(), getAxis(), "bias");
+  return success();
+}
+
+LogicalResult RmsNormOp::verify() {
+  if (failed(verifyAxis(*this, getAxis(), rankOf(getInput()))))
+    return failure();
+  return verifyTrailingOperand(*this, getScale(), getInput(), getAxis(), "scale");
+}
+
+/// The shape a reduction over `axes` leaves.
+static SmallVector<int64_t> reducedShape(ArrayRef<int64_t> shape,
+                                         ArrayRef<int64_t> axes, bool keepDims) {
+  SmallVector<int64_t> result;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (!llvm::is_contained(axes, static_cast<int64_t>(i)))
+      result.push_back(dim);
+    else if (keepDims)
+      result.push_back(1);
+  }
+  return result;
+}
+
+template <typename ReduceOp>
+static LogicalResult verifyReduceOp(ReduceOp op) {
+  if (failed(verifyAxisList(op, op.getAxes(), rankOf(op.getInput()))))
+    return failure();
+  return verifyResultShape(
+      op, reducedShape(shapeOf(op.getInput()), op.getAxes(), op.getKeepDims()),
+      op.getResult());
+}
+LogicalResult ReduceSumOp::verify() { return verifyReduceOp(*this); }
+LogicalResult ReduceMeanOp::verify() { return verifyReduceOp(*this); }
+LogicalResult ReduceMaxOp::verify() { return verifyReduceOp(*this); }
+
+//===----------------------------------------------------------------------===//
+// Data movement and shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  if (failed(verifyListLength(*this, getShape(), rankOf(getResult()), "shape",
+                              "the result rank")))
+    return failure();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (input.hasStaticShape() && result.hasStaticShape() &&
+      input.getNumElements() != result.getNumElements())
+    return emitOpError() << "cannot reshape " << input.getNumElements()
+                         << " elements into " << result << " ("
+                         << result.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> perm = getPermutation();
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (perm.size() != input.size())
+    return emitOpError() << "permutation " << formatShape(perm) << " has "
+                         << perm.size() << " entries but the input has rank "
+                         << input.size();
+  SmallVector<int64_t> expected;
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= static_cast<int64_t>(input.size()) ||
+        !seen.insert(axis).second)
+      return emitOpError() << formatShape(perm) << " is not a permutation of 0.."
+                           << input.size() - 1;
+    expected.push_back(input[axis]);
+  }
+  return verifyResultShape(*this, expected, getResult());
+}
+
+LogicalResult SqueezeOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (failed(verifyAxisList(*this, getAxes(), input.size())))
+    return failure();
+  for (int64_t axis : getAxes())
+    if (!ShapedType::isDynamic(input[axis]) && input[axis] != 1)
+      return emitOpError() << "cannot squeeze axis " << axis << " of size "
+                           << input[axis];
+  return verifyResultShape(*this, reducedShape(input, getAxes(), false),
+                           getResult());
+}
+
+LogicalResult UnsqueezeOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  int64_t rank = input.size() + getAxes().size();
+  if (failed(verifyAxisList(*this, getAxes(), rank)))
+    return failure();
+  SmallVector<int64_t> expected;
+  const int64_t *next = input.begin();
+  for (int64_t i = 0; i < rank; ++i)
+    expected.push_back(llvm::is_contained(getAxes(), i) ? 1 : *next++);
+  return verifyResultShape(*this, expected, getResult());
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  SmallVector<int64_t> expected(shapeOf(getInputs().front()));
+  if (failed(verifyAxis(*this, getAxis(), expected.size())))
+    return failure();
+  int64_t axis = getAxis();
+  expected[axis] = 0;
+  for (Value input : getInputs()) {
+    ArrayRef<int64_t> shape = shapeOf(input);
+    if (shape.size() != expected.size())
+      return emitOpError() << "inputs have different ranks: " << expected.size()
+                           << " and " << shape.size();
+    for (auto [i, dim] : llvm::enumerate(shape)) {
+      if (static_cast<int64_t>(i) == axis) {
+        expected[i] = ShapedType::isDynamic(dim) || ShapedType::isDynamic(expected[i])
+                          ? ShapedType::kDynamic
+                          : expected[i] + dim;
+      } else if (ShapedType::isDynamic(expected[i])) {
+        expected[i] = dim;
+      } else if (!ShapedType::isDynamic(dim) && dim != expected[i]) {
+        return emitOpError() << "inputs differ in dimension " << i << " ("
+                             << expected[i] << " vs " << dim
+                             << "), which is not the concatenation axis";
+      }
+    }
+  }
+  return verifyResultShape(*this, expected, getResult());
+}
+
+LogicalResult SplitOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (failed(verifyAxis(*this, getAxis(), input.size())))
+    return failure();
+  ArrayRef<int64_t> sizes = getSizes();
+  if (sizes.size() != getNumResults())
+    return emitOpError() << "has " << sizes.size() << " sizes but "
+                         << getNumResults() << " results";
+  int64_t total = 0;
+  for (auto [size, result] : llvm::zip(sizes, getResults())) {
+    if (size < 0)
+      return emitOpError() << "split sizes must be non-negative, got " << size;
+    total += size;
+    SmallVector<int64_t> expected(input);
+    expected[getAxis()] = size;
+    if (failed(verifyResultShape(*this, expected, result)))
+      return failure();
+  }
+  int64_t dim = input[getAxis()];
+  if (!ShapedType::isDynamic(dim) && dim != total)
+    return emitOpError() << "split sizes add up to " << total
+                         << " but the axis has size " << dim;
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  ArrayRef<int64_t> axes = getAxes();
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t axis : axes)
+    if (failed(verifyAxis(*this, axis, input.size())) || !seen.insert(axis).second)
+      return emitOpError() << "axes " << formatShape(axes)
+                           << " must be unique and in range";
+  for (auto [value, name] : {std::pair{getStarts(), "starts"},
+                             std::pair{getEnds(), "ends"},
+                             std::pair{getSteps(), "steps"}})
+    if (failed(verifyListLength(*this, value, axes.size(), name,
+                                "the number of axes")))
+      return failure();
+  SmallVector<int64_t> expected(input);
+  for (int64_t axis : axes)
+    expected[axis] = ShapedType::kDynamic;
+  return verifyResultShape(*this, expected, getResult());
+}
+
+LogicalResult GatherOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData());
+  if (failed(verifyAxis(*this, getAxis(), data.size())))
+    return failure();
+  SmallVector<int64_t> expected(data.take_front(getAxis()));
+  llvm::append_range(expected, shapeOf(getIndices()));
+  llvm::append_range(expected, data.drop_front(getAxis() + 1));
+  return verifyResultShape(*this, expected, getResult());
+}
+
+LogicalResult ExpandOp::verify() {
+  int64_t length = shapeOf(getShape())[0];
+  int64_t inputRank = rankOf(getInput()), resultRank = rankOf(getResult());
+  if (ShapedType::isDynamic(length))
+    return success();
+  if (resultRank != std::max(inputRank, length))
+    return emitOpError() << "result rank " << resultRank << " is not max(input rank "
+                         << inputRank << ", shape length " << length << ")";
+  // Every static input dimension other than 1 must survive the broadcast.
+  ArrayRef<int64_t> input = shapeOf(getInput()), result = shapeOf(getResult());
+  for (int64_t i = 0; i < inputRank; ++i) {
+    int64_t in = input[inputRank - 1 - i], out = result[resultRank - 1 - i];
+    if (!ShapedType::isDynamic(in) && in != 1 && !ShapedType::isDynamic(out) &&
+        in != out)
+      return emitOpError() << "input dimension of size " << in
+                           << " cannot expand to " << out;
+  }
+  return success();
+}
+
+LogicalResult TileOp::verify() {
+  if (rankOf(getInput()) != rankOf(getResult()))
+    return emitOpError() << "result rank " << rankOf(getResult())
+                         << " differs from input rank " << rankOf(getInput());
+  return verifyListLength(*this, getRepeats(), rankOf(getInput()), "repeats",
+                          "the input rank");
+}
+
+LogicalResult TriluOp::verify() {
+  if (rankOf(getInput()) < 2)
+    return emitOpError() << "input must have rank 2 or more, got "
+                         << getInput().getType();
+  return success();
+}
+
+LogicalResult RangeOp::verify() {
+  for (Value operand : getOperands())
+    if (rankOf(operand) != 0)
+      return emitOpError() << "start, limit and delta must be 0-d tensors, got "
+                           << operand.getType();
+  return success();
+}
+
+LogicalResult ShapeOfOp::verify() {
+  return verifyListLength(*this, getResult(), rankOf(getInput()), "result",
+                          "the input rank");
+}
+
+LogicalResult DimOp::verify() {
+  return verifyAxis(*this, getIndex(), rankOf(getInput()), "index");
+}

@@ -1,0 +1,578 @@
+//===- KilnOps.td - Kiln dialect operations ----------------*- tablegen -*-===//
+//
+// Every op of the kiln dialect. Shapes follow ONNX semantics unless a
+// description says otherwise; axes are always normalized (non-negative).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_IR_KILNOPS_TD
+#define KILN_DIALECT_KILN_IR_KILNOPS_TD
+
+include "dialects/Kiln/IR/KilnBase.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Unary elementwise ops
+//===----------------------------------------------------------------------===//
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "-x", Kiln_NumericTensor>;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|", Kiln_NumericTensor>;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)", Kiln_NumericTensor>;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "e^x", Kiln_FloatTensor>;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "ln(x)", Kiln_FloatTensor>;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "sqrt(x)", Kiln_FloatTensor>;
+def Kiln_RsqrtOp : Kiln_UnaryOp<"rsqrt", "1 / sqrt(x)", Kiln_FloatTensor>;
+def Kiln_ReciprocalOp : Kiln_UnaryOp<"reciprocal", "1 / x", Kiln_FloatTensor>;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "erf(x)", Kiln_FloatTensor>;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "tanh(x)", Kiln_FloatTensor>;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + e^-x)", Kiln_FloatTensor>;
+def Kiln_SiluOp : Kiln_UnaryOp<"silu", "x * sigmoid(x)", Kiln_FloatTensor>;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "cos(x)", Kiln_FloatTensor>;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "sin(x)", Kiln_FloatTensor>;
+def Kiln_NotOp : Kiln_UnaryOp<"not", "!x", Kiln_BoolTensor>;
+
+def Kiln_GeluOp : Kiln_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise GELU, exact or tanh-approximated";
+  let description = [{
+    Computes `x * Phi(x)`, with `Phi` the standard normal CDF:
+    `0.5 * x * (1 + erf(x / sqrt(2)))`. With `tanh_approximation` it computes
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` instead, the
+    form GPT-2 uses.
+
+    Example:
+
+    ```mlir
+    %y = kiln.gelu %x : tensor<?x?x3072xf32>
+    %z = kiln.gelu %x {tanh_approximation} : tensor<?x?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, UnitAttr:$tanh_approximation);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise ops
+//===----------------------------------------------------------------------===//
+
+def Kiln_AddOp : Kiln_ArithmeticOp<"add", "x + y", Kiln_NumericTensor, [Commutative]>;
+def Kiln_SubOp : Kiln_ArithmeticOp<"sub", "x - y", Kiln_NumericTensor>;
+def Kiln_MulOp : Kiln_ArithmeticOp<"mul", "x * y", Kiln_NumericTensor, [Commutative]>;
+def Kiln_DivOp : Kiln_ArithmeticOp<"div", "x / y", Kiln_NumericTensor>;
+def Kiln_PowOp : Kiln_ArithmeticOp<"pow", "x ^ y", Kiln_NumericTensor>;
+def Kiln_MaxOp : Kiln_ArithmeticOp<"max", "max(x, y)", Kiln_NumericTensor, [Commutative]>;
+def Kiln_MinOp : Kiln_ArithmeticOp<"min", "min(x, y)", Kiln_NumericTensor, [Commutative]>;
+def Kiln_AndOp : Kiln_LogicalOp<"and", "x && y">;
+def Kiln_OrOp : Kiln_LogicalOp<"or", "x || y">;
+def Kiln_XorOp : Kiln_LogicalOp<"xor", "x != y">;
+
+def Kiln_CompareOp : Kiln_Op<"compare", [Pure, ResultsBroadcastableShape,
+                                         AllElementTypesMatch<["lhs", "rhs"]>]> {
+  let summary = "elementwise comparison with broadcasting";
+  let description = [{
+    Compares the operands element by element with `predicate` (eq, ne, lt,
+    le, gt, ge) and yields an i1 tensor. The operands broadcast as in NumPy.
+
+    Example:
+
+    ```mlir
+    %m = kiln.compare lt, %a, %b : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_ComparePredicate:$predicate,
+                   Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Kiln_WhereOp : Kiln_Op<"where", [Pure, ResultsBroadcastableShape,
+    AllElementTypesMatch<["on_true", "on_false", "result"]>]> {
+  let summary = "elementwise select with broadcasting";
+  let description = [{
+    Picks `on_true` where `condition` holds and `on_false` elsewhere. All three
+    operands broadcast against each other as in NumPy.
+
+    Example:
+
+    ```mlir
+    %y = kiln.where %mask, %scores, %neg_inf
+        : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$on_true,
+                   Kiln_Tensor:$on_false);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Kiln_ClampOp : Kiln_Op<"clamp", [Pure, AttrSizedOperandSegments,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "clamps every element into [min, max]";
+  let description = [{
+    Computes `min(max(x, lo), hi)` elementwise. `min` and `max` are optional
+    0-d tensors of the input's element type; a missing bound does not clamp.
+
+    Example:
+
+    ```mlir
+    %y = kiln.clamp %x min %lo max %hi
+        : (tensor<?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input,
+                   Optional<Kiln_NumericTensor>:$min,
+                   Optional<Kiln_NumericTensor>:$max);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = [{
+    $input (`min` $min^)? (`max` $max^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "converts every element to another element type";
+  let description = [{
+    Converts element by element. Float to integer truncates toward zero; to
+    i1, any non-zero value is true; from i1, true is 1.
+
+    Example:
+
+    ```mlir
+    %y = kiln.cast %x : tensor<?x?xi64> to tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions, normalizations and reductions
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatMulOp : Kiln_Op<"matmul", [Pure,
+    AllElementTypesMatch<["lhs", "rhs", "result"]>]> {
+  let summary = "batched matrix product with broadcast batch dimensions";
+  let description = [{
+    Multiplies the last two dimensions of `lhs` [..., M, K] and `rhs`
+    [..., K, N] (or [..., N, K] with `transpose_b`). Both operands have rank
+    2 or more; their leading (batch) dimensions broadcast as in NumPy.
+
+    Example:
+
+    ```mlir
+    %y = kiln.matmul %x, %w : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
+    %s = kiln.matmul %q, %k {transpose_b}
+        : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
+                   UnitAttr:$transpose_b);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SoftmaxOp : Kiln_AxisOp<"softmax", "exp(x) / sum(exp(x))">;
+def Kiln_LogSoftmaxOp : Kiln_AxisOp<"log_softmax", "x - log(sum(exp(x)))">;
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm", [Pure,
+    AllElementTypesMatch<["input", "scale", "result"]>,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the trailing axes";
+  let description = [{
+    Normalizes over the axes `axis` .. rank-1: `(x - mean) / sqrt(var +
+    epsilon) * scale + bias`, with the biased variance. `scale` and the
+    optional `bias` broadcast against those trailing axes.
+
+    Example:
+
+    ```mlir
+    %y = kiln.layer_norm %x, %gamma, %beta {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                   Optional<Kiln_FloatTensor>:$bias, I64Attr:$axis,
+                   DefaultValuedAttr<F32Attr, "1.0e-5f">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure,
+    AllElementTypesMatch<["input", "scale", "result"]>,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "root-mean-square normalization over the trailing axes";
+  let description = [{
+    Computes `x / sqrt(mean(x^2) + epsilon) * scale` over the axes `axis` ..
+    rank-1, as Llama's RMSNorm does. `scale` broadcasts against those axes.
+
+    Example:
+
+    ```mlir
+    %y = kiln.rms_norm %x, %w {axis = 2 : i64, epsilon = 1.0e-06 : f32}
+        : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                   I64Attr:$axis, DefaultValuedAttr<F32Attr, "1.0e-6f">:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "mean">;
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum">;
+
+//===----------------------------------------------------------------------===//
+// Data movement and shape ops
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "reinterprets the elements with a new shape";
+  let description = [{
+    Gives the elements, in row-major order, the dimensions in `shape`. As in
+    ONNX (allowzero = 0), a 0 in `shape` copies the input's dimension at the
+    same index and one -1 stands for the size that keeps the element count.
+    The result's rank is the length of `shape`.
+
+    Example:
+
+    ```mlir
+    %y = kiln.reshape %x, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$shape);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "permutes the dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `permutation[i]`.
+
+    Example:
+
+    ```mlir
+    %y = kiln.transpose %x {permutation = array<i64: 0, 2, 1, 3>}
+        : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_SqueezeOp : Kiln_Op<"squeeze", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "removes dimensions of size 1";
+  let description = [{
+    Removes the input dimensions listed in `axes` (sorted, unique,
+    normalized), each of which must have size 1.
+
+    Example:
+
+    ```mlir
+    %y = kiln.squeeze %x {axes = array<i64: 1>} : (tensor<?x1x64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_UnsqueezeOp : Kiln_Op<"unsqueeze", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "inserts dimensions of size 1";
+  let description = [{
+    Inserts a dimension of size 1 at each position of `axes` (sorted, unique,
+    normalized against the result's rank).
+
+    Example:
+
+    ```mlir
+    %y = kiln.unsqueeze %x {axes = array<i64: 1, 2>} : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "joins tensors along one axis";
+  let description = [{
+    Concatenates the inputs along `axis`. All inputs have the same rank and
+    agree on every other dimension.
+
+    Example:
+
+    ```mlir
+    %kv = kiln.concat %past, %new {axis = 2 : i64}
+        : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_SplitOp : Kiln_Op<"split", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "cuts a tensor into pieces along one axis";
+  let description = [{
+    Splits the input along `axis` into one result per entry of `sizes`. The
+    sizes add up to the input's dimension.
+
+    Example:
+
+    ```mlir
+    %q, %k, %v = kiln.split %qkv {axis = 2 : i64, sizes = array<i64: 64, 64, 64>}
+        : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Kiln_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_SliceOp : Kiln_Op<"slice", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "takes a strided window along some axes";
+  let description = [{
+    For each entry `i` of `axes`, keeps the elements `starts[i]`,
+    `starts[i] + steps[i]`, ... up to (excluding) `ends[i]` along that axis,
+    with ONNX's rules: negative indices count from the end, and indices are
+    clamped into range. `starts`, `ends` and `steps` are 1-D i64 tensors with
+    one entry per axis; they may be computed at run time.
+
+    Example:
+
+    ```mlir
+    %y = kiln.slice %x[%starts : %ends : %steps] {axes = array<i64: 2>}
+        : (tensor<1x1x256x256xi1>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x256xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$starts,
+                   Kiln_ShapeTensor:$ends, Kiln_ShapeTensor:$steps,
+                   DenseI64ArrayAttr:$axes);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $starts `:` $ends `:` $steps `]` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure,
+    AllElementTypesMatch<["data", "result"]>]> {
+  let summary = "picks slices of `data` along an axis by index";
+  let description = [{
+    Result shape is `data.shape[:axis] + indices.shape + data.shape[axis+1:]`.
+    Negative indices count from the end of the axis.
+
+    Example:
+
+    ```mlir
+    %e = kiln.gather %table[%ids] {axis = 0 : i64}
+        : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ExpandOp : Kiln_Op<"expand", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "broadcasts a tensor to a shape";
+  let description = [{
+    Broadcasts `input` against `shape` as ONNX Expand does: the result shape
+    is the NumPy broadcast of the input's shape and `shape`, so a 1 in
+    `shape` keeps the input's dimension.
+
+    Example:
+
+    ```mlir
+    %y = kiln.expand %x, %shape : (tensor<1x1x?x16xf32>, tensor<4xi64>) -> tensor<?x2x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$shape);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $shape attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TileOp : Kiln_Op<"tile", [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "repeats a tensor along every axis";
+  let description = [{
+    Repeats the input `repeats[i]` times along axis `i`; `repeats` has one
+    entry per input dimension.
+
+    Example:
+
+    ```mlir
+    %y = kiln.tile %x, %repeats : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$repeats);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat =
+      "$input `,` $repeats attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+  let summary = "keeps the upper or lower triangle of the last two dims";
+  let description = [{
+    Zeroes the elements outside a triangle of every matrix in the last two
+    dimensions. With `upper`, element (i, j) is kept when `j - i >= k`;
+    otherwise when `j - i <= k`.
+
+    Example:
+
+    ```mlir
+    %mask = kiln.trilu %ones {k = 1 : i64, upper} : tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DefaultValuedAttr<I64Attr, "0">:$k,
+                   UnitAttr:$upper);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kiln_RangeOp : Kiln_Op<"range", [Pure,
+    AllElementTypesMatch<["start", "limit", "delta", "result"]>]> {
+  let summary = "an arithmetic sequence";
+  let description = [{
+    Yields `start, start + delta, ...` for as long as the values stay short of
+    `limit`: `max(ceil((limit - start) / delta), 0)` elements. The operands
+    are 0-d tensors.
+
+    Example:
+
+    ```mlir
+    %pos = kiln.range %zero, %len, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$start, Kiln_NumericTensor:$limit,
+                   Kiln_NumericTensor:$delta);
+  let results = (outs 1DTensorOf<[Kiln_NumericElement]>:$result);
+  let assemblyFormat = [{
+    $start `,` $limit `,` $delta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    Holds a tensor literal. Weights are `dense_resource` blobs that the
+    printer keeps out of the op's text; small constants are `dense` literals
+    that folders can read.
+
+    Example:
+
+    ```mlir
+    %shape = kiln.constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+    %w = kiln.constant dense_resource<wte> : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Kiln_ShapeOfOp : Kiln_Op<"shape_of", [Pure]> {
+  let summary = "the dimensions of a tensor, as a 1-D i64 tensor";
+  let description = [{
+    Yields the input's dimension sizes at run time. Folds to a constant when
+    the input shape is static.
+
+    Example:
+
+    ```mlir
+    %s = kiln.shape_of %x : tensor<?x?x64xf32> -> tensor<3xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_ShapeTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_DimOp : Kiln_Op<"dim", [Pure]> {
+  let summary = "one dimension of a tensor, as a 0-d i64 tensor";
+  let description = [{
+    Yields the size of dimension `index` at run time. Folds to a constant when
+    that dimension is static.
+
+    Example:
+
+    ```mlir
+    %seq = kiln.dim %x {index = 1 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, I64Attr:$index);
+  let results = (outs Kiln_I64Scalar:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_SizeOp : Kiln_Op<"size", [Pure]> {
+  let summary = "the number of elements of a tensor, as a 0-d i64 tensor";
+  let description = [{
+    Yields the product of the input's dimensions. Folds to a constant when
+    the input shape is static.
+
+    Example:
+
+    ```mlir
+    %n = kiln.size %x : tensor<?x64xf32> -> tensor<i64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_I64Scalar:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+#endif // KILN_DIALECT_KILN_IR_KILNOPS_TD
