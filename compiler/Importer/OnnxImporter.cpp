@@ -56,12 +56,13 @@ public:
   GraphImporter(MLIRContext &context, std::shared_ptr<onnx::ModelProto> model,
                 StringRef sourceName, StringRef baseDir, const ImportOptions &options)
       : context_(context), model_(std::move(model)), sourceName_(sourceName.str()),
-        options_(options),
+        baseDir_(baseDir.str()), options_(options),
         weights_(baseDir.str(), model_, options.inlineConstantLimit) {}
 
   OwningOpRef<ModuleOp> run(std::string &errorMessage);
 
 private:
+  void checkModel() const;
   LogicalResult checkOpset(int64_t &opset, std::string &error);
   LogicalResult checkSupportedOps(std::string &error);
   LogicalResult buildFunction(ModuleOp module, int64_t opset);
@@ -69,10 +70,28 @@ private:
   MLIRContext &context_;
   std::shared_ptr<onnx::ModelProto> model_;
   std::string sourceName_;
+  std::string baseDir_;
   const ImportOptions &options_;
   WeightLoader weights_;
   OpImporterRegistry registry_;
 };
+
+/// onnx::checker::check_model on a ModelProto resolves external data against
+/// the working directory; this runs the same graph check against the model's
+/// own directory instead. Throws onnx::checker::ValidationError.
+void GraphImporter::checkModel() const {
+  if (!model_->has_ir_version())
+    throw onnx::checker::ValidationError("the model has no ir_version");
+  std::unordered_map<std::string, int> opsets;
+  for (const auto &entry : model_->opset_import())
+    opsets[entry.domain()] = entry.version();
+  onnx::checker::CheckerContext ctx;
+  ctx.set_ir_version(static_cast<int>(model_->ir_version()));
+  ctx.set_opset_imports(opsets);
+  ctx.set_model_dir(baseDir_);
+  onnx::checker::LexicalScopeContext scope;
+  onnx::checker::check_graph(model_->graph(), ctx, scope);
+}
 
 LogicalResult GraphImporter::checkOpset(int64_t &opset, std::string &error) {
   opset = -1;
@@ -229,7 +248,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
     return fail("invalid model", "it has no graph");
   if (options_.runChecker) {
     try {
-      onnx::checker::check_model(*model_);
+      checkModel();
     } catch (const std::exception &e) {
       return fail("ONNX checker", e.what());
     }

@@ -1,0 +1,454 @@
+// RUN: kiln-opt %s --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --split-input-file | kiln-opt --split-input-file | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --mlir-print-op-generic | kiln-opt --split-input-file | FileCheck %s
+
+// Tests that the kiln.dims and kiln.name attributes on function arguments and
+// results round-trip, with "" for the static dimensions.
+
+// CHECK-LABEL: func.func @value_attributes
+// CHECK-SAME: (%[[IDS:[a-zA-Z0-9_]+]]: tensor<?x?xi64> {kiln.dims = ["batch", "sequence"], kiln.name = "input_ids"},
+// CHECK-SAME: %[[MASK:[a-zA-Z0-9_]+]]: tensor<?x1x?x16xi1> {kiln.dims = ["batch", "", "sequence", ""], kiln.name = "mask"},
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {kiln.name = "bias"})
+// CHECK-SAME: -> (tensor<?x?xi64> {kiln.dims = ["batch", "sequence"], kiln.name = "ids_out"}, tensor<?x1x?x16xi1>)
+// CHECK: return %[[IDS]], %[[MASK]] : tensor<?x?xi64>, tensor<?x1x?x16xi1>
+func.func @value_attributes(
+    %ids: tensor<?x?xi64> {kiln.dims = ["batch", "sequence"], kiln.name = "input_ids"},
+    %mask: tensor<?x1x?x16xi1> {kiln.dims = ["batch", "", "sequence", ""], kiln.name = "mask"},
+    %bias: tensor<4xf32> {kiln.name = "bias"})
+    -> (tensor<?x?xi64> {kiln.dims = ["batch", "sequence"], kiln.name = "ids_out"},
+        tensor<?x1x?x16xi1>) {
+  return %ids, %mask : tensor<?x?xi64>, tensor<?x1x?x16xi1>
+}
+
+// -----
+
+// Tests that every float-only unary op round-trips, across the float element
+// types and with dynamic dimensions.
+
+// CHECK-LABEL: func.func @unary_float
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<?x128xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<2x?xf16>, %[[C:[a-zA-Z0-9_]+]]: tensor<?xbf16>, %[[D:[a-zA-Z0-9_]+]]: tensor<f64>)
+// CHECK: %[[EXP:[a-zA-Z0-9_]+]] = kiln.exp %[[A]] : tensor<?x128xf32>
+// CHECK: %[[LOG:[a-zA-Z0-9_]+]] = kiln.log %[[EXP]] : tensor<?x128xf32>
+// CHECK: %[[SQRT:[a-zA-Z0-9_]+]] = kiln.sqrt %[[LOG]] : tensor<?x128xf32>
+// CHECK: %[[RSQRT:[a-zA-Z0-9_]+]] = kiln.rsqrt %[[SQRT]] : tensor<?x128xf32>
+// CHECK: %[[RECIP:[a-zA-Z0-9_]+]] = kiln.reciprocal %[[RSQRT]] : tensor<?x128xf32>
+// CHECK: %[[ERF:[a-zA-Z0-9_]+]] = kiln.erf %[[B]] : tensor<2x?xf16>
+// CHECK: %[[TANH:[a-zA-Z0-9_]+]] = kiln.tanh %[[ERF]] : tensor<2x?xf16>
+// CHECK: %[[SIGMOID:[a-zA-Z0-9_]+]] = kiln.sigmoid %[[C]] : tensor<?xbf16>
+// CHECK: %[[SILU:[a-zA-Z0-9_]+]] = kiln.silu %[[SIGMOID]] : tensor<?xbf16>
+// CHECK: %[[COS:[a-zA-Z0-9_]+]] = kiln.cos %[[D]] : tensor<f64>
+// CHECK: %[[SIN:[a-zA-Z0-9_]+]] = kiln.sin %[[COS]] : tensor<f64>
+// CHECK: return %[[RECIP]], %[[TANH]], %[[SILU]], %[[SIN]]
+func.func @unary_float(%a: tensor<?x128xf32>, %b: tensor<2x?xf16>, %c: tensor<?xbf16>, %d: tensor<f64>)
+    -> (tensor<?x128xf32>, tensor<2x?xf16>, tensor<?xbf16>, tensor<f64>) {
+  %exp = kiln.exp %a : tensor<?x128xf32>
+  %log = kiln.log %exp : tensor<?x128xf32>
+  %sqrt = kiln.sqrt %log : tensor<?x128xf32>
+  %rsqrt = kiln.rsqrt %sqrt : tensor<?x128xf32>
+  %recip = kiln.reciprocal %rsqrt : tensor<?x128xf32>
+  %erf = kiln.erf %b : tensor<2x?xf16>
+  %tanh = kiln.tanh %erf : tensor<2x?xf16>
+  %sigmoid = kiln.sigmoid %c : tensor<?xbf16>
+  %silu = kiln.silu %sigmoid : tensor<?xbf16>
+  %cos = kiln.cos %d : tensor<f64>
+  %sin = kiln.sin %cos : tensor<f64>
+  return %recip, %tanh, %silu, %sin : tensor<?x128xf32>, tensor<2x?xf16>, tensor<?xbf16>, tensor<f64>
+}
+
+// -----
+
+// Tests that the exact GELU prints without an attribute and the tanh
+// approximation keeps its unit attribute.
+
+// CHECK-LABEL: func.func @gelu
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x3072xf32>)
+// CHECK: %[[EXACT:[a-zA-Z0-9_]+]] = kiln.gelu %[[X]] : tensor<?x?x3072xf32>
+// CHECK: %[[TANH:[a-zA-Z0-9_]+]] = kiln.gelu %[[EXACT]] {tanh_approximation} : tensor<?x?x3072xf32>
+// CHECK: return %[[TANH]]
+func.func @gelu(%x: tensor<?x?x3072xf32>) -> tensor<?x?x3072xf32> {
+  %exact = kiln.gelu %x : tensor<?x?x3072xf32>
+  %tanh = kiln.gelu %exact {tanh_approximation} : tensor<?x?x3072xf32>
+  return %tanh : tensor<?x?x3072xf32>
+}
+
+// -----
+
+// Tests that neg, abs and relu accept both float and integer tensors, and that
+// not works on i1.
+
+// CHECK-LABEL: func.func @unary_numeric
+// CHECK-SAME: (%[[F:[a-zA-Z0-9_]+]]: tensor<?x4xf32>, %[[I32:[a-zA-Z0-9_]+]]: tensor<8xi32>, %[[I8:[a-zA-Z0-9_]+]]: tensor<?xi8>, %[[I4:[a-zA-Z0-9_]+]]: tensor<2x2xi4>, %[[B:[a-zA-Z0-9_]+]]: tensor<?x?xi1>)
+// CHECK-DAG: %{{.*}} = kiln.neg %[[F]] : tensor<?x4xf32>
+// CHECK-DAG: %{{.*}} = kiln.neg %[[I32]] : tensor<8xi32>
+// CHECK-DAG: %{{.*}} = kiln.abs %[[I8]] : tensor<?xi8>
+// CHECK-DAG: %{{.*}} = kiln.relu %[[I4]] : tensor<2x2xi4>
+// CHECK-DAG: %{{.*}} = kiln.not %[[B]] : tensor<?x?xi1>
+func.func @unary_numeric(%f: tensor<?x4xf32>, %i32: tensor<8xi32>, %i8: tensor<?xi8>,
+                         %i4: tensor<2x2xi4>, %b: tensor<?x?xi1>)
+    -> (tensor<?x4xf32>, tensor<8xi32>, tensor<?xi8>, tensor<2x2xi4>, tensor<?x?xi1>) {
+  %0 = kiln.neg %f : tensor<?x4xf32>
+  %1 = kiln.neg %i32 : tensor<8xi32>
+  %2 = kiln.abs %i8 : tensor<?xi8>
+  %3 = kiln.relu %i4 : tensor<2x2xi4>
+  %4 = kiln.not %b : tensor<?x?xi1>
+  return %0, %1, %2, %3, %4 : tensor<?x4xf32>, tensor<8xi32>, tensor<?xi8>, tensor<2x2xi4>, tensor<?x?xi1>
+}
+
+// -----
+
+// Tests that the arithmetic binary ops round-trip with broadcasting operands.
+
+// CHECK-LABEL: func.func @arithmetic
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x128xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<128xf32>, %[[S:[a-zA-Z0-9_]+]]: tensor<f32>, %[[I:[a-zA-Z0-9_]+]]: tensor<?x1xi64>, %[[J:[a-zA-Z0-9_]+]]: tensor<1x8xi64>)
+// CHECK: %[[ADD:[a-zA-Z0-9_]+]] = kiln.add %[[X]], %[[Y]] : (tensor<?x128xf32>, tensor<128xf32>) -> tensor<?x128xf32>
+// CHECK: %[[SUB:[a-zA-Z0-9_]+]] = kiln.sub %[[ADD]], %[[S]] : (tensor<?x128xf32>, tensor<f32>) -> tensor<?x128xf32>
+// CHECK: %[[MUL:[a-zA-Z0-9_]+]] = kiln.mul %[[S]], %[[SUB]] : (tensor<f32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+// CHECK: %[[DIV:[a-zA-Z0-9_]+]] = kiln.div %[[MUL]], %[[X]] : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+// CHECK: %[[POW:[a-zA-Z0-9_]+]] = kiln.pow %[[DIV]], %[[S]] : (tensor<?x128xf32>, tensor<f32>) -> tensor<?x128xf32>
+// CHECK: %[[MAX:[a-zA-Z0-9_]+]] = kiln.max %[[I]], %[[J]] : (tensor<?x1xi64>, tensor<1x8xi64>) -> tensor<?x8xi64>
+// CHECK: %[[MIN:[a-zA-Z0-9_]+]] = kiln.min %[[MAX]], %[[J]] : (tensor<?x8xi64>, tensor<1x8xi64>) -> tensor<?x8xi64>
+// CHECK: return %[[POW]], %[[MIN]]
+func.func @arithmetic(%x: tensor<?x128xf32>, %y: tensor<128xf32>, %s: tensor<f32>,
+                      %i: tensor<?x1xi64>, %j: tensor<1x8xi64>) -> (tensor<?x128xf32>, tensor<?x8xi64>) {
+  %add = kiln.add %x, %y : (tensor<?x128xf32>, tensor<128xf32>) -> tensor<?x128xf32>
+  %sub = kiln.sub %add, %s : (tensor<?x128xf32>, tensor<f32>) -> tensor<?x128xf32>
+  %mul = kiln.mul %s, %sub : (tensor<f32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %div = kiln.div %mul, %x : (tensor<?x128xf32>, tensor<?x128xf32>) -> tensor<?x128xf32>
+  %pow = kiln.pow %div, %s : (tensor<?x128xf32>, tensor<f32>) -> tensor<?x128xf32>
+  %max = kiln.max %i, %j : (tensor<?x1xi64>, tensor<1x8xi64>) -> tensor<?x8xi64>
+  %min = kiln.min %max, %j : (tensor<?x8xi64>, tensor<1x8xi64>) -> tensor<?x8xi64>
+  return %pow, %min : tensor<?x128xf32>, tensor<?x8xi64>
+}
+
+// -----
+
+// Tests that the logical binary ops round-trip on i1 tensors.
+
+// CHECK-LABEL: func.func @logical
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<?x?xi1>, %[[B:[a-zA-Z0-9_]+]]: tensor<1x?xi1>)
+// CHECK: %[[AND:[a-zA-Z0-9_]+]] = kiln.and %[[A]], %[[B]] : (tensor<?x?xi1>, tensor<1x?xi1>) -> tensor<?x?xi1>
+// CHECK: %[[OR:[a-zA-Z0-9_]+]] = kiln.or %[[AND]], %[[A]] : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+// CHECK: %[[XOR:[a-zA-Z0-9_]+]] = kiln.xor %[[OR]], %[[B]] : (tensor<?x?xi1>, tensor<1x?xi1>) -> tensor<?x?xi1>
+// CHECK: return %[[XOR]]
+func.func @logical(%a: tensor<?x?xi1>, %b: tensor<1x?xi1>) -> tensor<?x?xi1> {
+  %and = kiln.and %a, %b : (tensor<?x?xi1>, tensor<1x?xi1>) -> tensor<?x?xi1>
+  %or = kiln.or %and, %a : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %xor = kiln.xor %or, %b : (tensor<?x?xi1>, tensor<1x?xi1>) -> tensor<?x?xi1>
+  return %xor : tensor<?x?xi1>
+}
+
+// -----
+
+// Tests that compare round-trips with each of its six predicates.
+
+// CHECK-LABEL: func.func @compare
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<?x8xi64>, %[[B:[a-zA-Z0-9_]+]]: tensor<i64>, %[[F:[a-zA-Z0-9_]+]]: tensor<4xf16>)
+// CHECK: kiln.compare eq, %[[A]], %[[B]] : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+// CHECK: kiln.compare ne, %[[A]], %[[B]] : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+// CHECK: kiln.compare lt, %[[A]], %[[B]] : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+// CHECK: kiln.compare le, %[[B]], %[[A]] : (tensor<i64>, tensor<?x8xi64>) -> tensor<?x8xi1>
+// CHECK: kiln.compare gt, %[[F]], %[[F]] : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xi1>
+// CHECK: kiln.compare ge, %[[F]], %[[F]] : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xi1>
+func.func @compare(%a: tensor<?x8xi64>, %b: tensor<i64>, %f: tensor<4xf16>)
+    -> (tensor<?x8xi1>, tensor<?x8xi1>, tensor<?x8xi1>, tensor<?x8xi1>, tensor<4xi1>, tensor<4xi1>) {
+  %eq = kiln.compare eq, %a, %b : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+  %ne = kiln.compare ne, %a, %b : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+  %lt = kiln.compare lt, %a, %b : (tensor<?x8xi64>, tensor<i64>) -> tensor<?x8xi1>
+  %le = kiln.compare le, %b, %a : (tensor<i64>, tensor<?x8xi64>) -> tensor<?x8xi1>
+  %gt = kiln.compare gt, %f, %f : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xi1>
+  %ge = kiln.compare ge, %f, %f : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xi1>
+  return %eq, %ne, %lt, %le, %gt, %ge
+      : tensor<?x8xi1>, tensor<?x8xi1>, tensor<?x8xi1>, tensor<?x8xi1>, tensor<4xi1>, tensor<4xi1>
+}
+
+// -----
+
+// Tests that where round-trips with three operands that broadcast.
+
+// CHECK-LABEL: func.func @where
+// CHECK-SAME: (%[[MASK:[a-zA-Z0-9_]+]]: tensor<1x1x?x?xi1>, %[[SCORES:[a-zA-Z0-9_]+]]: tensor<?x4x?x?xf32>, %[[NEG:[a-zA-Z0-9_]+]]: tensor<f32>)
+// CHECK: %[[Y:[a-zA-Z0-9_]+]] = kiln.where %[[MASK]], %[[SCORES]], %[[NEG]] : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+// CHECK: return %[[Y]]
+func.func @where(%mask: tensor<1x1x?x?xi1>, %scores: tensor<?x4x?x?xf32>, %neg: tensor<f32>)
+    -> tensor<?x4x?x?xf32> {
+  %y = kiln.where %mask, %scores, %neg
+      : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  return %y : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+// Tests that clamp round-trips with both bounds, with one of them and with
+// none.
+
+// CHECK-LABEL: func.func @clamp
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x64xf32>, %[[LO:[a-zA-Z0-9_]+]]: tensor<f32>, %[[HI:[a-zA-Z0-9_]+]]: tensor<f32>, %[[I:[a-zA-Z0-9_]+]]: tensor<8xi32>, %[[IHI:[a-zA-Z0-9_]+]]: tensor<i32>)
+// CHECK: %[[BOTH:[a-zA-Z0-9_]+]] = kiln.clamp %[[X]] min %[[LO]] max %[[HI]] : (tensor<?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<?x64xf32>
+// CHECK: %[[MIN:[a-zA-Z0-9_]+]] = kiln.clamp %[[BOTH]] min %[[LO]] : (tensor<?x64xf32>, tensor<f32>) -> tensor<?x64xf32>
+// CHECK: %[[MAX:[a-zA-Z0-9_]+]] = kiln.clamp %[[I]] max %[[IHI]] : (tensor<8xi32>, tensor<i32>) -> tensor<8xi32>
+// CHECK: %[[NONE:[a-zA-Z0-9_]+]] = kiln.clamp %[[MIN]] : (tensor<?x64xf32>) -> tensor<?x64xf32>
+// CHECK: return %[[NONE]], %[[MAX]]
+func.func @clamp(%x: tensor<?x64xf32>, %lo: tensor<f32>, %hi: tensor<f32>, %i: tensor<8xi32>,
+                 %ihi: tensor<i32>) -> (tensor<?x64xf32>, tensor<8xi32>) {
+  %both = kiln.clamp %x min %lo max %hi : (tensor<?x64xf32>, tensor<f32>, tensor<f32>) -> tensor<?x64xf32>
+  %min = kiln.clamp %both min %lo : (tensor<?x64xf32>, tensor<f32>) -> tensor<?x64xf32>
+  %max = kiln.clamp %i max %ihi : (tensor<8xi32>, tensor<i32>) -> tensor<8xi32>
+  %none = kiln.clamp %min : (tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %none, %max : tensor<?x64xf32>, tensor<8xi32>
+}
+
+// -----
+
+// Tests that cast round-trips between element types, i1 and i4 included.
+
+// CHECK-LABEL: func.func @cast
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?xi64>, %[[B:[a-zA-Z0-9_]+]]: tensor<4xi1>)
+// CHECK: %[[F:[a-zA-Z0-9_]+]] = kiln.cast %[[X]] : tensor<?x?xi64> to tensor<?x?xf32>
+// CHECK: %[[H:[a-zA-Z0-9_]+]] = kiln.cast %[[F]] : tensor<?x?xf32> to tensor<?x?xbf16>
+// CHECK: %[[I4:[a-zA-Z0-9_]+]] = kiln.cast %[[B]] : tensor<4xi1> to tensor<4xi4>
+// CHECK: %[[BACK:[a-zA-Z0-9_]+]] = kiln.cast %[[I4]] : tensor<4xi4> to tensor<4xi1>
+// CHECK: return %[[H]], %[[BACK]]
+func.func @cast(%x: tensor<?x?xi64>, %b: tensor<4xi1>) -> (tensor<?x?xbf16>, tensor<4xi1>) {
+  %f = kiln.cast %x : tensor<?x?xi64> to tensor<?x?xf32>
+  %h = kiln.cast %f : tensor<?x?xf32> to tensor<?x?xbf16>
+  %i4 = kiln.cast %b : tensor<4xi1> to tensor<4xi4>
+  %back = kiln.cast %i4 : tensor<4xi4> to tensor<4xi1>
+  return %h, %back : tensor<?x?xbf16>, tensor<4xi1>
+}
+
+// -----
+
+// Tests that matmul round-trips plain, with transpose_b, and with batch
+// dimensions that broadcast.
+
+// CHECK-LABEL: func.func @matmul
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x256xf32>, %[[Q:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[A:[a-zA-Z0-9_]+]]: tensor<2x1x8x16xi8>, %[[B:[a-zA-Z0-9_]+]]: tensor<3x16x4xi8>)
+// CHECK: %[[Y:[a-zA-Z0-9_]+]] = kiln.matmul %[[X]], %[[W]] : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = kiln.matmul %[[Q]], %[[K]] {transpose_b} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x?xf32>
+// CHECK: %[[P:[a-zA-Z0-9_]+]] = kiln.matmul %[[A]], %[[B]] : (tensor<2x1x8x16xi8>, tensor<3x16x4xi8>) -> tensor<2x3x8x4xi8>
+// CHECK: return %[[Y]], %[[S]], %[[P]]
+func.func @matmul(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %q: tensor<?x4x?x16xf32>,
+                  %k: tensor<?x4x?x16xf32>, %a: tensor<2x1x8x16xi8>, %b: tensor<3x16x4xi8>)
+    -> (tensor<?x?x256xf32>, tensor<?x4x?x?xf32>, tensor<2x3x8x4xi8>) {
+  %y = kiln.matmul %x, %w : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.matmul %a, %b : (tensor<2x1x8x16xi8>, tensor<3x16x4xi8>) -> tensor<2x3x8x4xi8>
+  return %y, %s, %p : tensor<?x?x256xf32>, tensor<?x4x?x?xf32>, tensor<2x3x8x4xi8>
+}
+
+// -----
+
+// Tests that softmax and log_softmax round-trip with their axis.
+
+// CHECK-LABEL: func.func @softmax
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4x?x?xf32>, %[[H:[a-zA-Z0-9_]+]]: tensor<2x8xf16>)
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = kiln.softmax %[[X]] {axis = 3 : i64} : tensor<?x4x?x?xf32>
+// CHECK: %[[L:[a-zA-Z0-9_]+]] = kiln.log_softmax %[[H]] {axis = 0 : i64} : tensor<2x8xf16>
+// CHECK: return %[[S]], %[[L]]
+func.func @softmax(%x: tensor<?x4x?x?xf32>, %h: tensor<2x8xf16>) -> (tensor<?x4x?x?xf32>, tensor<2x8xf16>) {
+  %s = kiln.softmax %x {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %l = kiln.log_softmax %h {axis = 0 : i64} : tensor<2x8xf16>
+  return %s, %l : tensor<?x4x?x?xf32>, tensor<2x8xf16>
+}
+
+// -----
+
+// Tests that layer_norm round-trips with and without bias, that its default
+// epsilon is elided, and that rms_norm keeps a non-default epsilon.
+
+// CHECK-LABEL: func.func @norms
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[G:[a-zA-Z0-9_]+]]: tensor<64xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<64xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<2x?x8xbf16>, %[[W:[a-zA-Z0-9_]+]]: tensor<?x8xbf16>)
+// CHECK: %[[LN:[a-zA-Z0-9_]+]] = kiln.layer_norm %[[X]], %[[G]], %[[B]] {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[LN2:[a-zA-Z0-9_]+]] = kiln.layer_norm %[[LN]], %[[G]] {axis = 2 : i64, epsilon = 9.99999997E-7 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK: %[[RMS:[a-zA-Z0-9_]+]] = kiln.rms_norm %[[Y]], %[[W]] {axis = 1 : i64, epsilon = 9.99999974E-6 : f32} : (tensor<2x?x8xbf16>, tensor<?x8xbf16>) -> tensor<2x?x8xbf16>
+// CHECK: %[[RMS2:[a-zA-Z0-9_]+]] = kiln.rms_norm %[[RMS]], %[[W]] {axis = 1 : i64} : (tensor<2x?x8xbf16>, tensor<?x8xbf16>) -> tensor<2x?x8xbf16>
+// CHECK: return %[[LN2]], %[[RMS2]]
+func.func @norms(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>, %b: tensor<64xf32>,
+                 %y: tensor<2x?x8xbf16>, %w: tensor<?x8xbf16>) -> (tensor<?x?x64xf32>, tensor<2x?x8xbf16>) {
+  %ln = kiln.layer_norm %x, %g, %b {axis = 2 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %ln2 = kiln.layer_norm %ln, %g {axis = 2 : i64, epsilon = 1.0e-06 : f32}
+      : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %rms = kiln.rms_norm %y, %w {axis = 1 : i64, epsilon = 1.0e-05 : f32}
+      : (tensor<2x?x8xbf16>, tensor<?x8xbf16>) -> tensor<2x?x8xbf16>
+  %rms2 = kiln.rms_norm %rms, %w {axis = 1 : i64}
+      : (tensor<2x?x8xbf16>, tensor<?x8xbf16>) -> tensor<2x?x8xbf16>
+  return %ln2, %rms2 : tensor<?x?x64xf32>, tensor<2x?x8xbf16>
+}
+
+// -----
+
+// Tests that the reductions round-trip with and without keep_dims (the
+// default, true, is elided).
+
+// CHECK-LABEL: func.func @reductions
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[I:[a-zA-Z0-9_]+]]: tensor<2x3x4xi32>)
+// CHECK: %[[SUM:[a-zA-Z0-9_]+]] = kiln.reduce_sum %[[X]] {axes = array<i64: 2>} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+// CHECK: %[[MEAN:[a-zA-Z0-9_]+]] = kiln.reduce_mean %[[X]] {axes = array<i64: 0, 2>, keep_dims = false} : (tensor<?x?x64xf32>) -> tensor<?xf32>
+// CHECK: %[[MAX:[a-zA-Z0-9_]+]] = kiln.reduce_max %[[I]] {axes = array<i64: 1>, keep_dims = false} : (tensor<2x3x4xi32>) -> tensor<2x4xi32>
+// CHECK: return %[[SUM]], %[[MEAN]], %[[MAX]]
+func.func @reductions(%x: tensor<?x?x64xf32>, %i: tensor<2x3x4xi32>)
+    -> (tensor<?x?x1xf32>, tensor<?xf32>, tensor<2x4xi32>) {
+  %sum = kiln.reduce_sum %x {axes = array<i64: 2>, keep_dims = true} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+  %mean = kiln.reduce_mean %x {axes = array<i64: 0, 2>, keep_dims = false} : (tensor<?x?x64xf32>) -> tensor<?xf32>
+  %max = kiln.reduce_max %i {axes = array<i64: 1>, keep_dims = false} : (tensor<2x3x4xi32>) -> tensor<2x4xi32>
+  return %sum, %mean, %max : tensor<?x?x1xf32>, tensor<?xf32>, tensor<2x4xi32>
+}
+
+// -----
+
+// Tests that reshape, transpose, squeeze and unsqueeze round-trip.
+
+// CHECK-LABEL: func.func @reshape_transpose
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[SHAPE:[a-zA-Z0-9_]+]]: tensor<4xi64>, %[[Y:[a-zA-Z0-9_]+]]: tensor<?x1x64xf16>, %[[I:[a-zA-Z0-9_]+]]: tensor<?x?xi64>)
+// CHECK: %[[R:[a-zA-Z0-9_]+]] = kiln.reshape %[[X]], %[[SHAPE]] : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+// CHECK: %[[T:[a-zA-Z0-9_]+]] = kiln.transpose %[[R]] {permutation = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = kiln.squeeze %[[Y]] {axes = array<i64: 1>} : (tensor<?x1x64xf16>) -> tensor<?x64xf16>
+// CHECK: %[[U:[a-zA-Z0-9_]+]] = kiln.unsqueeze %[[I]] {axes = array<i64: 1, 2>} : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+// CHECK: return %[[T]], %[[S]], %[[U]]
+func.func @reshape_transpose(%x: tensor<?x?x64xf32>, %shape: tensor<4xi64>, %y: tensor<?x1x64xf16>,
+                             %i: tensor<?x?xi64>) -> (tensor<?x4x?x16xf32>, tensor<?x64xf16>, tensor<?x1x1x?xi64>) {
+  %r = kiln.reshape %x, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %t = kiln.transpose %r {permutation = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+  %s = kiln.squeeze %y {axes = array<i64: 1>} : (tensor<?x1x64xf16>) -> tensor<?x64xf16>
+  %u = kiln.unsqueeze %i {axes = array<i64: 1, 2>} : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+  return %t, %s, %u : tensor<?x4x?x16xf32>, tensor<?x64xf16>, tensor<?x1x1x?xi64>
+}
+
+// -----
+
+// Tests that concat and split round-trip, split with several results.
+
+// CHECK-LABEL: func.func @concat_split
+// CHECK-SAME: (%[[PAST:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[NEW:[a-zA-Z0-9_]+]]: tensor<?x4x1x16xf32>, %[[QKV:[a-zA-Z0-9_]+]]: tensor<?x?x192xf32>, %[[A:[a-zA-Z0-9_]+]]: tensor<2x3xi8>, %[[B:[a-zA-Z0-9_]+]]: tensor<2x5xi8>)
+// CHECK: %[[KV:[a-zA-Z0-9_]+]] = kiln.concat %[[PAST]], %[[NEW]] {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x1x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK: %[[AB:[a-zA-Z0-9_]+]] = kiln.concat %[[A]], %[[B]], %[[A]] {axis = 1 : i64} : (tensor<2x3xi8>, tensor<2x5xi8>, tensor<2x3xi8>) -> tensor<2x11xi8>
+// CHECK: %[[SPLIT:[a-zA-Z0-9_]+]]:3 = kiln.split %[[QKV]] {axis = 2 : i64, sizes = array<i64: 64, 64, 64>} : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+// CHECK: return %[[KV]], %[[AB]], %[[SPLIT]]#0, %[[SPLIT]]#2
+func.func @concat_split(%past: tensor<?x4x?x16xf32>, %new: tensor<?x4x1x16xf32>, %qkv: tensor<?x?x192xf32>,
+                        %a: tensor<2x3xi8>, %b: tensor<2x5xi8>)
+    -> (tensor<?x4x?x16xf32>, tensor<2x11xi8>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %kv = kiln.concat %past, %new {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x1x16xf32>) -> tensor<?x4x?x16xf32>
+  %ab = kiln.concat %a, %b, %a {axis = 1 : i64} : (tensor<2x3xi8>, tensor<2x5xi8>, tensor<2x3xi8>) -> tensor<2x11xi8>
+  %q, %k, %v = kiln.split %qkv {axis = 2 : i64, sizes = array<i64: 64, 64, 64>}
+      : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  return %kv, %ab, %q, %v : tensor<?x4x?x16xf32>, tensor<2x11xi8>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that slice and gather round-trip with their bracketed operands.
+
+// CHECK-LABEL: func.func @slice_gather
+// CHECK-SAME: (%[[MASK:[a-zA-Z0-9_]+]]: tensor<1x1x256x256xi1>, %[[ST:[a-zA-Z0-9_]+]]: tensor<1xi64>, %[[EN:[a-zA-Z0-9_]+]]: tensor<1xi64>, %[[SP:[a-zA-Z0-9_]+]]: tensor<1xi64>, %[[TABLE:[a-zA-Z0-9_]+]]: tensor<256x64xf32>, %[[IDS:[a-zA-Z0-9_]+]]: tensor<?x?xi64>, %[[IDX:[a-zA-Z0-9_]+]]: tensor<3xi32>)
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = kiln.slice %[[MASK]][%[[ST]] : %[[EN]] : %[[SP]]] {axes = array<i64: 2>} : (tensor<1x1x256x256xi1>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x256xi1>
+// CHECK: %[[E:[a-zA-Z0-9_]+]] = kiln.gather %[[TABLE]][%[[IDS]]] {axis = 0 : i64} : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+// CHECK: %[[G:[a-zA-Z0-9_]+]] = kiln.gather %[[TABLE]][%[[IDX]]] {axis = 1 : i64} : (tensor<256x64xf32>, tensor<3xi32>) -> tensor<256x3xf32>
+// CHECK: return %[[S]], %[[E]], %[[G]]
+func.func @slice_gather(%mask: tensor<1x1x256x256xi1>, %starts: tensor<1xi64>, %ends: tensor<1xi64>,
+                        %steps: tensor<1xi64>, %table: tensor<256x64xf32>, %ids: tensor<?x?xi64>,
+                        %idx: tensor<3xi32>) -> (tensor<1x1x?x256xi1>, tensor<?x?x64xf32>, tensor<256x3xf32>) {
+  %s = kiln.slice %mask[%starts : %ends : %steps] {axes = array<i64: 2>}
+      : (tensor<1x1x256x256xi1>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x256xi1>
+  %e = kiln.gather %table[%ids] {axis = 0 : i64} : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
+  %g = kiln.gather %table[%idx] {axis = 1 : i64} : (tensor<256x64xf32>, tensor<3xi32>) -> tensor<256x3xf32>
+  return %s, %e, %g : tensor<1x1x?x256xi1>, tensor<?x?x64xf32>, tensor<256x3xf32>
+}
+
+// -----
+
+// Tests that expand, tile and trilu round-trip; trilu keeps k and upper
+// unless they are the defaults.
+
+// CHECK-LABEL: func.func @expand_tile_trilu
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<1x1x?x16xf32>, %[[SHAPE:[a-zA-Z0-9_]+]]: tensor<4xi64>, %[[T:[a-zA-Z0-9_]+]]: tensor<2x3xf64>, %[[REP:[a-zA-Z0-9_]+]]: tensor<2xi64>, %[[ONES:[a-zA-Z0-9_]+]]: tensor<?x?xf32>)
+// CHECK: %[[E:[a-zA-Z0-9_]+]] = kiln.expand %[[X]], %[[SHAPE]] : (tensor<1x1x?x16xf32>, tensor<4xi64>) -> tensor<?x2x?x16xf32>
+// CHECK: %[[TI:[a-zA-Z0-9_]+]] = kiln.tile %[[T]], %[[REP]] : (tensor<2x3xf64>, tensor<2xi64>) -> tensor<4x3xf64>
+// CHECK: %[[U:[a-zA-Z0-9_]+]] = kiln.trilu %[[ONES]] {k = 1 : i64, upper} : tensor<?x?xf32>
+// CHECK: %[[L:[a-zA-Z0-9_]+]] = kiln.trilu %[[U]] : tensor<?x?xf32>
+// CHECK: return %[[E]], %[[TI]], %[[L]]
+func.func @expand_tile_trilu(%x: tensor<1x1x?x16xf32>, %shape: tensor<4xi64>, %t: tensor<2x3xf64>,
+                             %repeats: tensor<2xi64>, %ones: tensor<?x?xf32>)
+    -> (tensor<?x2x?x16xf32>, tensor<4x3xf64>, tensor<?x?xf32>) {
+  %e = kiln.expand %x, %shape : (tensor<1x1x?x16xf32>, tensor<4xi64>) -> tensor<?x2x?x16xf32>
+  %ti = kiln.tile %t, %repeats : (tensor<2x3xf64>, tensor<2xi64>) -> tensor<4x3xf64>
+  %u = kiln.trilu %ones {k = 1 : i64, upper} : tensor<?x?xf32>
+  %l = kiln.trilu %u {k = 0 : i64} : tensor<?x?xf32>
+  return %e, %ti, %l : tensor<?x2x?x16xf32>, tensor<4x3xf64>, tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that range round-trips with integer and float operands.
+
+// CHECK-LABEL: func.func @range
+// CHECK-SAME: (%[[ZERO:[a-zA-Z0-9_]+]]: tensor<i64>, %[[LEN:[a-zA-Z0-9_]+]]: tensor<i64>, %[[ONE:[a-zA-Z0-9_]+]]: tensor<i64>, %[[F:[a-zA-Z0-9_]+]]: tensor<f32>)
+// CHECK: %[[POS:[a-zA-Z0-9_]+]] = kiln.range %[[ZERO]], %[[LEN]], %[[ONE]] : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+// CHECK: %[[FR:[a-zA-Z0-9_]+]] = kiln.range %[[F]], %[[F]], %[[F]] : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<0xf32>
+// CHECK: return %[[POS]], %[[FR]]
+func.func @range(%zero: tensor<i64>, %len: tensor<i64>, %one: tensor<i64>, %f: tensor<f32>)
+    -> (tensor<?xi64>, tensor<0xf32>) {
+  %pos = kiln.range %zero, %len, %one : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %fr = kiln.range %f, %f, %f : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<0xf32>
+  return %pos, %fr : tensor<?xi64>, tensor<0xf32>
+}
+
+// -----
+
+// Tests that dense constants of several element types round-trip.
+
+// CHECK-LABEL: func.func @constant_dense
+// CHECK-DAG: kiln.constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+// CHECK-DAG: kiln.constant dense<-1.000000e+00> : tensor<f32>
+// CHECK-DAG: kiln.constant dense<[true, false]> : tensor<2xi1>
+// CHECK-DAG: kiln.constant dense<{{\[}}[1, 2], [3, 4]]> : tensor<2x2xi32>
+// CHECK-DAG: kiln.constant dense<5.000000e-01> : tensor<3xf16>
+func.func @constant_dense() -> (tensor<4xi64>, tensor<f32>, tensor<2xi1>, tensor<2x2xi32>, tensor<3xf16>) {
+  %shape = kiln.constant dense<[0, 0, 4, 16]> : tensor<4xi64>
+  %neg = kiln.constant dense<-1.0> : tensor<f32>
+  %bools = kiln.constant dense<[true, false]> : tensor<2xi1>
+  %ints = kiln.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi32>
+  %half = kiln.constant dense<0.5> : tensor<3xf16>
+  return %shape, %neg, %bools, %ints, %half : tensor<4xi64>, tensor<f32>, tensor<2xi1>, tensor<2x2xi32>, tensor<3xf16>
+}
+
+// -----
+
+// Tests that a dense_resource constant round-trips and keeps its blob in the
+// file's resource section.
+
+// CHECK-LABEL: func.func @constant_resource
+// CHECK: %[[W:[a-zA-Z0-9_]+]] = kiln.constant dense_resource<wte> : tensor<2x2xf32>
+// CHECK: return %[[W]]
+// CHECK: dialect_resources: {
+// CHECK-NEXT: builtin: {
+// CHECK-NEXT: wte: "0x040000000000803F0000004000004040000080C0"
+func.func @constant_resource() -> tensor<2x2xf32> {
+  %w = kiln.constant dense_resource<wte> : tensor<2x2xf32>
+  return %w : tensor<2x2xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      wte: "0x040000000000803F0000004000004040000080C0"
+    }
+  }
+#-}
+
+// -----
+
+// Tests that the shape queries round-trip on dynamic shapes.
+
+// CHECK-LABEL: func.func @shape_queries
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>)
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = kiln.shape_of %[[X]] : tensor<?x?x64xf32> -> tensor<3xi64>
+// CHECK: %[[D:[a-zA-Z0-9_]+]] = kiln.dim %[[X]] {index = 1 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+// CHECK: %[[N:[a-zA-Z0-9_]+]] = kiln.size %[[X]] : tensor<?x?x64xf32> -> tensor<i64>
+// CHECK: return %[[S]], %[[D]], %[[N]]
+func.func @shape_queries(%x: tensor<?x?x64xf32>) -> (tensor<3xi64>, tensor<i64>, tensor<i64>) {
+  %s = kiln.shape_of %x : tensor<?x?x64xf32> -> tensor<3xi64>
+  %d = kiln.dim %x {index = 1 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+  %n = kiln.size %x : tensor<?x?x64xf32> -> tensor<i64>
+  return %s, %d, %n : tensor<3xi64>, tensor<i64>, tensor<i64>
+}

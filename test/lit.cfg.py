@@ -1,0 +1,26 @@
+# -*- Python -*-
+# lit configuration for Kiln's regression tests.
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "Kiln"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".onnxtxt", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "unit"]
+
+config.substitutions.append(("%models", config.kiln_models_dir))
+config.substitutions.append(("%python", config.python_with_torch))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
+
+tools = ["kiln-opt", "kilnc", "FileCheck", "not", "count", "split-file"]
+llvm_config.add_tool_substitutions(tools, [config.kiln_tools_dir, config.llvm_tools_dir])
+
+if os.path.exists(config.python_with_torch):
+    config.available_features.add("torch")
