@@ -73,6 +73,18 @@ protected:
     return importError(writeModel("model.onnx", model));
   }
 
+  /// Like modelError, with onnx::checker off, so that the importer's own
+  /// check meets a defect the checker would also refuse (or cannot judge).
+  std::string uncheckedModelError(const onnx::ModelProto &model) {
+    mlir::MLIRContext context;
+    std::string error;
+    kiln::ImportOptions options;
+    options.runChecker = false;
+    EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("model.onnx", model), options, error))
+        << "the import should have failed";
+    return error;
+  }
+
   std::string dir_;
 };
 
@@ -133,11 +145,7 @@ TEST_F(ImporterErrorsTest, NoDefaultDomain) {
   model.mutable_opset_import(0)->set_domain("com.example");
   model.mutable_opset_import(0)->set_version(1);
   model.mutable_graph()->mutable_node(0)->set_domain("com.example");
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;  // The checker knows no schema for this domain.
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("imports no opset of the default ONNX domain"));
 }
 
@@ -165,11 +173,7 @@ TEST_F(ImporterErrorsTest, UnsupportedOpIsNamedByNodeName) {
   auto *opset = model.add_opset_import();
   opset->set_domain("com.microsoft");
   opset->set_version(1);
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("node '/encoder/layer.0/FusedMatMul': op "
                                "'com.microsoft.FusedMatMul' (opset 1)"));
 }
@@ -183,11 +187,7 @@ g (float[2, 3] x) => (float[2, 3] y) { y = Softmax <axis = 1> (x) }
   attr->set_type(onnx::AttributeProto::FLOAT);
   attr->clear_i();
   attr->set_f(1.5f);
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;  // Let the importer's own check see it.
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("Softmax: attribute 'axis' must be INT, got FLOAT"));
 }
 
@@ -229,11 +229,7 @@ TEST_F(ImporterErrorsTest, InputWithoutShape) {
 g (float[4] x) => (float[4] y) { y = Relu(x) }
 )");
   model.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;  // The checker refuses it too; see the importer's own check.
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("graph input 'x' has no known rank"));
 }
 
@@ -297,11 +293,7 @@ TEST_F(ImporterErrorsTest, RawDataOfWrongSize) {
   auto *weight = model.mutable_graph()->mutable_initializer(0);
   weight->clear_float_data();
   weight->set_raw_data(std::string(12, '\0'));
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("tensor 'w' holds 12 bytes of data but its type FLOAT "
                                "and shape need 64"));
 }
@@ -339,11 +331,7 @@ TEST_F(ImporterErrorsTest, ExternalDataLoads) {
 
 TEST_F(ImporterErrorsTest, MissingExternalDataFile) {
   onnx::ModelProto model = withExternalWeight(parse(kMatMulModel), "weights.bin", "", "");
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("tensor 'w': cannot open external data file"));
   EXPECT_THAT(error, HasSubstr("weights.bin"));
 }
@@ -359,22 +347,14 @@ TEST_F(ImporterErrorsTest, ExternalDataPastEndOfFile) {
 
 TEST_F(ImporterErrorsTest, ExternalDataOutsideModelDirectory) {
   onnx::ModelProto model = withExternalWeight(parse(kMatMulModel), "../weights.bin", "", "");
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("must be a relative path inside the model's directory"));
 }
 
 TEST_F(ImporterErrorsTest, ExternalDataBadOffset) {
   writeFile("weights.bin", std::string(64, '\0'));
   onnx::ModelProto model = withExternalWeight(parse(kMatMulModel), "weights.bin", "12abc", "");
-  mlir::MLIRContext context;
-  std::string error;
-  kiln::ImportOptions options;
-  options.runChecker = false;
-  EXPECT_FALSE(kiln::importOnnxFile(context, writeModel("m.onnx", model), options, error));
+  std::string error = uncheckedModelError(model);
   EXPECT_THAT(error, HasSubstr("external_data field 'offset' is not a number: '12abc'"));
 }
 

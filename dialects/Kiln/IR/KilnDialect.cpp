@@ -1,6 +1,7 @@
 //===- KilnDialect.cpp - The kiln dialect ---------------------------------===//
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -32,8 +33,8 @@ static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
     return success();
   }
   if (attr.getName() != KilnDialect::kDimsAttrName)
-    return op->emitError() << "unknown kiln attribute '" << attr.getName()
-                           << "' on " << what;
+    return op->emitError() << "unknown kiln attribute '"
+                           << attr.getName().getValue() << "' on " << what;
   auto names = dyn_cast<ArrayAttr>(attr.getValue());
   if (!names || !llvm::all_of(names, [](Attribute a) { return isa<StringAttr>(a); }))
     return op->emitError() << "'" << KilnDialect::kDimsAttrName << "' on "
@@ -56,10 +57,11 @@ LogicalResult KilnDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
-  Region &region = op->getRegion(regionIndex);
-  if (region.empty())
-    return success();
-  return verifyValueAttribute(op, attr, region.getArgument(argIndex).getType(),
+  // Read the type from the signature, which declarations have too.
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  Type type = function ? function.getArgumentTypes()[argIndex]
+                       : op->getRegion(regionIndex).getArgument(argIndex).getType();
+  return verifyValueAttribute(op, attr, type,
                               "argument #" + std::to_string(argIndex));
 }
 

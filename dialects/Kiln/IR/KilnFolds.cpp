@@ -69,7 +69,7 @@ OpFoldResult ReduceMaxOp::fold(FoldAdaptor) { return foldReduce(*this); }
 
 OpFoldResult ShapeOfOp::fold(FoldAdaptor) {
   auto input = cast<RankedTensorType>(getInput().getType());
-  if (!input.hasStaticShape())
+  if (!input.hasStaticShape() || !getType().hasStaticShape())
     return {};
   return i64Elements(getType(), input.getShape());
 }

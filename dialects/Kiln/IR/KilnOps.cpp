@@ -157,8 +157,13 @@ LogicalResult LayerNormOp::verify() {
   if (failed(verifyAxis(*this, getAxis(), rankOf(getInput()))) ||
       failed(verifyTrailingOperand(*this, getScale(), getInput(), getAxis(), "scale")))
     return failure();
-  if (getBias())
+  if (getBias()) {
+    if (getElementTypeOrSelf(getBias()) != getElementTypeOrSelf(getInput()))
+      return emitOpError() << "bias element type " << getElementTypeOrSelf(getBias())
+                           << " differs from the input's "
+                           << getElementTypeOrSelf(getInput());
     return verifyTrailingOperand(*this, getBias(), getInput(), getAxis(), "bias");
+  }
   return success();
 }
 
@@ -313,10 +318,12 @@ LogicalResult SliceOp::verify() {
   ArrayRef<int64_t> input = shapeOf(getInput());
   ArrayRef<int64_t> axes = getAxes();
   llvm::SmallSet<int64_t, 8> seen;
-  for (int64_t axis : axes)
-    if (failed(verifyAxis(*this, axis, input.size())) || !seen.insert(axis).second)
-      return emitOpError() << "axes " << formatShape(axes)
-                           << " must be unique and in range";
+  for (int64_t axis : axes) {
+    if (failed(verifyAxis(*this, axis, input.size())))
+      return failure();
+    if (!seen.insert(axis).second)
+      return emitOpError() << "axes " << formatShape(axes) << " must be unique";
+  }
   for (auto [value, name] : {std::pair{getStarts(), "starts"},
                              std::pair{getEnds(), "ends"},
                              std::pair{getSteps(), "steps"}})
@@ -326,7 +333,16 @@ LogicalResult SliceOp::verify() {
   SmallVector<int64_t> expected(input);
   for (int64_t axis : axes)
     expected[axis] = ShapedType::kDynamic;
-  return verifyResultShape(*this, expected, getResult());
+  if (failed(verifyResultShape(*this, expected, getResult())))
+    return failure();
+  // A slice never grows a dimension.
+  for (int64_t axis : axes) {
+    int64_t in = input[axis], out = shapeOf(getResult())[axis];
+    if (!ShapedType::isDynamic(in) && !ShapedType::isDynamic(out) && out > in)
+      return emitOpError() << "result dimension " << axis << " of size " << out
+                           << " exceeds the input's " << in;
+  }
+  return success();
 }
 
 LogicalResult GatherOp::verify() {
@@ -342,11 +358,12 @@ LogicalResult GatherOp::verify() {
 LogicalResult ExpandOp::verify() {
   int64_t length = shapeOf(getShape())[0];
   int64_t inputRank = rankOf(getInput()), resultRank = rankOf(getResult());
-  if (ShapedType::isDynamic(length))
-    return success();
-  if (resultRank != std::max(inputRank, length))
+  if (!ShapedType::isDynamic(length) && resultRank != std::max(inputRank, length))
     return emitOpError() << "result rank " << resultRank << " is not max(input rank "
                          << inputRank << ", shape length " << length << ")";
+  if (resultRank < inputRank)
+    return emitOpError() << "result rank " << resultRank
+                         << " is below the input rank " << inputRank;
   // Every static input dimension other than 1 must survive the broadcast.
   ArrayRef<int64_t> input = shapeOf(getInput()), result = shapeOf(getResult());
   for (int64_t i = 0; i < inputRank; ++i) {
@@ -363,8 +380,17 @@ LogicalResult TileOp::verify() {
   if (rankOf(getInput()) != rankOf(getResult()))
     return emitOpError() << "result rank " << rankOf(getResult())
                          << " differs from input rank " << rankOf(getInput());
-  return verifyListLength(*this, getRepeats(), rankOf(getInput()), "repeats",
-                          "the input rank");
+  if (failed(verifyListLength(*this, getRepeats(), rankOf(getInput()), "repeats",
+                              "the input rank")))
+    return failure();
+  for (auto [i, dims] : llvm::enumerate(llvm::zip(shapeOf(getInput()), shapeOf(getResult())))) {
+    auto [in, out] = dims;
+    if (!ShapedType::isDynamic(in) && !ShapedType::isDynamic(out) && in > 0 &&
+        out % in != 0)
+      return emitOpError() << "result dimension " << i << " of size " << out
+                           << " is not a multiple of the input's " << in;
+  }
+  return success();
 }
 
 LogicalResult TriluOp::verify() {

@@ -1,0 +1,873 @@
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics
+
+//===----------------------------------------------------------------------===//
+// ODS type constraints
+//===----------------------------------------------------------------------===//
+
+// Tests that a float-only unary op rejects an integer tensor.
+func.func @exp_integer(%x: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+1 {{'kiln.exp' op operand #0 must be ranked tensor of float values, but got 'tensor<4xi64>'}}
+  %y = kiln.exp %x : tensor<4xi64>
+  return %y : tensor<4xi64>
+}
+
+// -----
+
+// Tests that the numeric unary ops reject i1 tensors.
+func.func @neg_bool(%x: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'kiln.neg' op operand #0 must be ranked tensor of float or integer values, but got 'tensor<4xi1>'}}
+  %y = kiln.neg %x : tensor<4xi1>
+  return %y : tensor<4xi1>
+}
+
+// -----
+
+// Tests that integer widths outside the kiln element types are rejected.
+func.func @neg_i16(%x: tensor<4xi16>) -> tensor<4xi16> {
+  // expected-error @+1 {{'kiln.neg' op operand #0 must be ranked tensor of float or integer values, but got 'tensor<4xi16>'}}
+  %y = kiln.neg %x : tensor<4xi16>
+  return %y : tensor<4xi16>
+}
+
+// -----
+
+// Tests that not only takes i1 tensors.
+func.func @not_float(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.not' op operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  %y = kiln.not %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that compare yields an i1 tensor.
+func.func @compare_result_not_i1(%x: tensor<4xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'kiln.compare' op result #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xi32>'}}
+  %y = kiln.compare eq, %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi32>
+  return %y : tensor<4xi32>
+}
+
+// -----
+
+// Tests that compare operands share their element type.
+func.func @compare_element_mismatch(%x: tensor<4xf32>, %z: tensor<4xi32>) -> tensor<4xi1> {
+  // expected-error @+1 {{'kiln.compare' op failed to verify that all of {lhs, rhs} have same element type}}
+  %y = kiln.compare lt, %x, %z : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xi1>
+  return %y : tensor<4xi1>
+}
+
+// -----
+
+// Tests that the condition of where is an i1 tensor.
+func.func @where_condition_not_i1(%c: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.where' op operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xf32>'}}
+  %y = kiln.where %c, %x, %x : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that the branches of where share the result's element type.
+func.func @where_element_mismatch(%c: tensor<4xi1>, %x: tensor<4xf32>, %z: tensor<4xf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.where' op failed to verify that all of {on_true, on_false, result} have same element type}}
+  %y = kiln.where %c, %x, %z : (tensor<4xi1>, tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that an arithmetic op rejects operands of different element types.
+func.func @add_element_mismatch(%x: tensor<4xf32>, %z: tensor<4xf16>) -> tensor<4xf32> {
+  // expected-error @+1 {{'kiln.add' op failed to verify that all of {lhs, rhs, result} have same element type}}
+  %y = kiln.add %x, %z : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// Tests that binary operands must broadcast against each other.
+func.func @add_not_broadcastable(%x: tensor<?x4xf32>, %z: tensor<3xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'kiln.add' op operands don't have broadcast-compatible shapes}}
+  %y = kiln.add %x, %z : (tensor<?x4xf32>, tensor<3xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that the result of a binary op has the broadcast shape.
+func.func @mul_wrong_result_shape(%x: tensor<4xf32>, %z: tensor<4xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'kiln.mul' op result type '5' not broadcast compatible with broadcasted operands's shapes '4'}}
+  %y = kiln.mul %x, %z : (tensor<4xf32>, tensor<4xf32>) -> tensor<5xf32>
+  return %y : tensor<5xf32>
+}
+
+// -----
+
+// Tests that the logical ops only take i1 tensors.
+func.func @and_integer(%x: tensor<4xi8>) -> tensor<4xi8> {
+  // expected-error @+1 {{'kiln.and' op operand #0 must be ranked tensor of 1-bit signless integer values, but got 'tensor<4xi8>'}}
+  %y = kiln.and %x, %x : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return %y : tensor<4xi8>
+}
+
+// -----
+
+// Tests that cast keeps the shape.
+func.func @cast_shape_change(%x: tensor<4xf32>) -> tensor<3xf16> {
+  // expected-error @+1 {{'kiln.cast' op requires the same shape for all operands and results}}
+  %y = kiln.cast %x : tensor<4xf32> to tensor<3xf16>
+  return %y : tensor<3xf16>
+}
+
+// -----
+
+// Tests that the shape operand of reshape is a 1-D i64 tensor.
+func.func @reshape_shape_not_1d(%x: tensor<4xf32>, %s: tensor<2x2xi64>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'kiln.reshape' op operand #1 must be 1D tensor of 64-bit signless integer values, but got 'tensor<2x2xi64>'}}
+  %y = kiln.reshape %x, %s : (tensor<4xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Tests that concat needs at least one input.
+func.func @concat_no_inputs() -> tensor<2xf32> {
+  // expected-error @+1 {{'kiln.concat' op expected 1 or more operands, but found 0}}
+  %y = kiln.concat {axis = 0 : i64} : () -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise verifiers
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that clamp bounds are 0-d tensors.
+func.func @clamp_bound_not_scalar(%x: tensor<?x64xf32>, %lo: tensor<64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'kiln.clamp' op bounds must be 0-d tensors, got 'tensor<64xf32>'}}
+  %y = kiln.clamp %x min %lo : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that clamp bounds have the input's element type.
+func.func @clamp_bound_element_type(%x: tensor<?x64xf32>, %hi: tensor<f16>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'kiln.clamp' op bound element type 'f16' differs from the input's 'f32'}}
+  %y = kiln.clamp %x max %hi : (tensor<?x64xf32>, tensor<f16>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that the result of clamp has the input's shape.
+func.func @clamp_result_shape(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{'kiln.clamp' op result type 'tensor<?x32xf32>' does not match the expected shape [?, 64]}}
+  %y = kiln.clamp %x : (tensor<?x64xf32>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions, normalizations and reductions
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that matmul operands have rank 2 or more.
+func.func @matmul_rank_1(%x: tensor<64xf32>, %w: tensor<64x8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'kiln.matmul' op operands must have rank 2 or more, got 'tensor<64xf32>' and 'tensor<64x8xf32>'}}
+  %y = kiln.matmul %x, %w : (tensor<64xf32>, tensor<64x8xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// Tests that the contraction dimensions of matmul agree.
+func.func @matmul_k_mismatch(%x: tensor<?x64xf32>, %w: tensor<32x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'kiln.matmul' op contraction sizes differ: lhs has K = 64, rhs has K = 32}}
+  %y = kiln.matmul %x, %w : (tensor<?x64xf32>, tensor<32x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// Tests that with transpose_b the contraction dimension of rhs is its last.
+func.func @matmul_transpose_b_k_mismatch(%q: tensor<?x?x16xf32>, %k: tensor<?x16x32xf32>) -> tensor<?x?x16xf32> {
+  // expected-error @+1 {{'kiln.matmul' op contraction sizes differ: lhs has K = 16, rhs has K = 32}}
+  %y = kiln.matmul %q, %k {transpose_b} : (tensor<?x?x16xf32>, tensor<?x16x32xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Tests that the batch dimensions of matmul broadcast.
+func.func @matmul_batch_mismatch(%a: tensor<2x3x8x16xf32>, %b: tensor<4x16x4xf32>) -> tensor<2x3x8x4xf32> {
+  // expected-error @+1 {{'kiln.matmul' op batch dimensions [2, 3] and [4] do not broadcast}}
+  %y = kiln.matmul %a, %b : (tensor<2x3x8x16xf32>, tensor<4x16x4xf32>) -> tensor<2x3x8x4xf32>
+  return %y : tensor<2x3x8x4xf32>
+}
+
+// -----
+
+// Tests that the result of matmul has the [batch..., M, N] shape.
+func.func @matmul_result_shape(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.matmul' op result type 'tensor<?x?x64xf32>' does not match the expected shape [?, ?, 256]}}
+  %y = kiln.matmul %x, %w : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that softmax rejects an axis past the rank.
+func.func @softmax_axis_out_of_range(%x: tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32> {
+  // expected-error @+1 {{'kiln.softmax' op axis 4 is out of range for rank 4 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.softmax %x {axis = 4 : i64} : tensor<?x4x?x?xf32>
+  return %y : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+// Tests that log_softmax rejects a negative (unnormalized) axis.
+func.func @log_softmax_negative_axis(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'kiln.log_softmax' op axis -1 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.log_softmax %x {axis = -1 : i64} : tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that layer_norm checks its axis.
+func.func @layer_norm_axis(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op axis 3 is out of range for rank 3 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.layer_norm %x, %g {axis = 3 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that the layer_norm scale does not have more axes than are normalized.
+func.func @layer_norm_scale_rank(%x: tensor<?x?x64xf32>, %g: tensor<1x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op scale has rank 2 but only 1 axes are normalized}}
+  %y = kiln.layer_norm %x, %g {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<1x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that the layer_norm scale broadcasts to the normalized shape.
+func.func @layer_norm_scale_shape(%x: tensor<?x?x64xf32>, %g: tensor<32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op scale shape [32] does not broadcast to the normalized shape [64]}}
+  %y = kiln.layer_norm %x, %g {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<32xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that a layer_norm scale may not stretch a normalized dimension of
+// size 1 (it would change the result shape).
+func.func @layer_norm_scale_stretches(%x: tensor<?x4x1xf32>, %g: tensor<4x8xf32>) -> tensor<?x4x1xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op scale shape [4, 8] does not broadcast to the normalized shape [4, 1]}}
+  %y = kiln.layer_norm %x, %g {axis = 1 : i64} : (tensor<?x4x1xf32>, tensor<4x8xf32>) -> tensor<?x4x1xf32>
+  return %y : tensor<?x4x1xf32>
+}
+
+// -----
+
+// Tests that the layer_norm bias broadcasts to the normalized shape.
+func.func @layer_norm_bias_shape(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>, %b: tensor<63xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op bias shape [63] does not broadcast to the normalized shape [64]}}
+  %y = kiln.layer_norm %x, %g, %b {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<63xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that the layer_norm bias does not have more axes than are normalized.
+func.func @layer_norm_bias_rank(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>, %b: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op bias has rank 3 but only 1 axes are normalized}}
+  %y = kiln.layer_norm %x, %g, %b {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that layer_norm keeps the input type.
+func.func @layer_norm_result_type(%x: tensor<?x?x64xf32>, %g: tensor<64xf32>) -> tensor<?x?x64xf16> {
+  // expected-error @+1 {{'kiln.layer_norm' op failed to verify that all of {input, scale, result} have same element type}}
+  %y = kiln.layer_norm %x, %g {axis = 2 : i64} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf16>
+  return %y : tensor<?x?x64xf16>
+}
+
+// -----
+
+// Tests that rms_norm checks its axis.
+func.func @rms_norm_axis(%x: tensor<?x64xf32>, %w: tensor<64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'kiln.rms_norm' op axis -1 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.rms_norm %x, %w {axis = -1 : i64} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that the rms_norm scale broadcasts to the normalized shape.
+func.func @rms_norm_scale_shape(%x: tensor<?x?x64xf32>, %w: tensor<?x128xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'kiln.rms_norm' op scale shape [?, 128] does not broadcast to the normalized shape [?, 64]}}
+  %y = kiln.rms_norm %x, %w {axis = 1 : i64} : (tensor<?x?x64xf32>, tensor<?x128xf32>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that a reduction rejects an out-of-range axis.
+func.func @reduce_axis_out_of_range(%x: tensor<?x?x64xf32>) -> tensor<?x?x1xf32> {
+  // expected-error @+1 {{'kiln.reduce_sum' op axis 3 is out of range for rank 3 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.reduce_sum %x {axes = array<i64: 3>} : (tensor<?x?x64xf32>) -> tensor<?x?x1xf32>
+  return %y : tensor<?x?x1xf32>
+}
+
+// -----
+
+// Tests that reduction axes are sorted.
+func.func @reduce_axes_unsorted(%x: tensor<?x?x64xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'kiln.reduce_mean' op axes [2, 0] must be sorted and unique}}
+  %y = kiln.reduce_mean %x {axes = array<i64: 2, 0>, keep_dims = false} : (tensor<?x?x64xf32>) -> tensor<?xf32>
+  return %y : tensor<?xf32>
+}
+
+// -----
+
+// Tests that reduction axes are unique.
+func.func @reduce_axes_duplicate(%x: tensor<?x?x64xf32>) -> tensor<?x1x64xf32> {
+  // expected-error @+1 {{'kiln.reduce_max' op axes [1, 1] must be sorted and unique}}
+  %y = kiln.reduce_max %x {axes = array<i64: 1, 1>} : (tensor<?x?x64xf32>) -> tensor<?x1x64xf32>
+  return %y : tensor<?x1x64xf32>
+}
+
+// -----
+
+// Tests that a reduction keeping its dims yields size-1 dimensions.
+func.func @reduce_result_keep_dims(%x: tensor<?x?x64xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'kiln.reduce_sum' op result type 'tensor<?x?xf32>' does not match the expected shape [?, ?, 1]}}
+  %y = kiln.reduce_sum %x {axes = array<i64: 2>} : (tensor<?x?x64xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that a reduction without keep_dims drops the reduced dimensions.
+func.func @reduce_result_drop_dims(%x: tensor<2x3x4xi32>) -> tensor<2x3xi32> {
+  // expected-error @+1 {{'kiln.reduce_max' op result type 'tensor<2x3xi32>' does not match the expected shape [2, 4]}}
+  %y = kiln.reduce_max %x {axes = array<i64: 1>, keep_dims = false} : (tensor<2x3x4xi32>) -> tensor<2x3xi32>
+  return %y : tensor<2x3xi32>
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement and shape ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that the reshape shape operand has one entry per result dimension.
+func.func @reshape_shape_length(%x: tensor<?x?x64xf32>, %s: tensor<3xi64>) -> tensor<?x?x4x16xf32> {
+  // expected-error @+1 {{'kiln.reshape' op shape has 3 entries but the result rank is 4}}
+  %y = kiln.reshape %x, %s : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x4x16xf32>
+  return %y : tensor<?x?x4x16xf32>
+}
+
+// -----
+
+// Tests that a static reshape keeps the element count.
+func.func @reshape_element_count(%x: tensor<2x3xf32>, %s: tensor<2xi64>) -> tensor<3x3xf32> {
+  // expected-error @+1 {{'kiln.reshape' op cannot reshape 6 elements into 'tensor<3x3xf32>' (9 elements)}}
+  %y = kiln.reshape %x, %s : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<3x3xf32>
+  return %y : tensor<3x3xf32>
+}
+
+// -----
+
+// Tests that the permutation has one entry per input dimension.
+func.func @transpose_perm_length(%x: tensor<?x?x4x16xf32>) -> tensor<?x4x?xf32> {
+  // expected-error @+1 {{'kiln.transpose' op permutation [0, 2, 1] has 3 entries but the input has rank 4}}
+  %y = kiln.transpose %x {permutation = array<i64: 0, 2, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?xf32>
+  return %y : tensor<?x4x?xf32>
+}
+
+// -----
+
+// Tests that the permutation may not repeat an axis.
+func.func @transpose_not_permutation(%x: tensor<2x3x4xf32>) -> tensor<2x2x4xf32> {
+  // expected-error @+1 {{'kiln.transpose' op [0, 0, 2] is not a permutation of 0..2}}
+  %y = kiln.transpose %x {permutation = array<i64: 0, 0, 2>} : (tensor<2x3x4xf32>) -> tensor<2x2x4xf32>
+  return %y : tensor<2x2x4xf32>
+}
+
+// -----
+
+// Tests that the permutation entries are in range.
+func.func @transpose_perm_out_of_range(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  // expected-error @+1 {{'kiln.transpose' op [2, 0] is not a permutation of 0..1}}
+  %y = kiln.transpose %x {permutation = array<i64: 2, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
+// Tests that the transpose result has the permuted shape.
+func.func @transpose_result_shape(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'kiln.transpose' op result type 'tensor<2x3xf32>' does not match the expected shape [3, 2]}}
+  %y = kiln.transpose %x {permutation = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that squeeze only removes dimensions of size 1.
+func.func @squeeze_not_one(%x: tensor<?x2x64xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'kiln.squeeze' op cannot squeeze axis 1 of size 2}}
+  %y = kiln.squeeze %x {axes = array<i64: 1>} : (tensor<?x2x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that squeeze checks its axes against the input rank.
+func.func @squeeze_axis_out_of_range(%x: tensor<?x1xf32>) -> tensor<?x1xf32> {
+  // expected-error @+1 {{'kiln.squeeze' op axis 2 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.squeeze %x {axes = array<i64: 2>} : (tensor<?x1xf32>) -> tensor<?x1xf32>
+  return %y : tensor<?x1xf32>
+}
+
+// -----
+
+// Tests that the squeeze result drops the squeezed dimensions.
+func.func @squeeze_result_shape(%x: tensor<?x1x64xf32>) -> tensor<?x1x64xf32> {
+  // expected-error @+1 {{'kiln.squeeze' op result type 'tensor<?x1x64xf32>' does not match the expected shape [?, 64]}}
+  %y = kiln.squeeze %x {axes = array<i64: 1>} : (tensor<?x1x64xf32>) -> tensor<?x1x64xf32>
+  return %y : tensor<?x1x64xf32>
+}
+
+// -----
+
+// Tests that unsqueeze axes are normalized against the result rank.
+func.func @unsqueeze_axis_out_of_range(%x: tensor<?x?xi64>) -> tensor<?x?x1xi64> {
+  // expected-error @+1 {{'kiln.unsqueeze' op axis 3 is out of range for rank 3 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.unsqueeze %x {axes = array<i64: 3>} : (tensor<?x?xi64>) -> tensor<?x?x1xi64>
+  return %y : tensor<?x?x1xi64>
+}
+
+// -----
+
+// Tests that unsqueeze axes are sorted.
+func.func @unsqueeze_axes_unsorted(%x: tensor<?x?xi64>) -> tensor<?x1x1x?xi64> {
+  // expected-error @+1 {{'kiln.unsqueeze' op axes [2, 1] must be sorted and unique}}
+  %y = kiln.unsqueeze %x {axes = array<i64: 2, 1>} : (tensor<?x?xi64>) -> tensor<?x1x1x?xi64>
+  return %y : tensor<?x1x1x?xi64>
+}
+
+// -----
+
+// Tests that the unsqueeze result has size-1 dimensions at the axes.
+func.func @unsqueeze_result_shape(%x: tensor<2x3xi64>) -> tensor<2x1x3xi64> {
+  // expected-error @+1 {{'kiln.unsqueeze' op result type 'tensor<2x1x3xi64>' does not match the expected shape [1, 2, 3]}}
+  %y = kiln.unsqueeze %x {axes = array<i64: 0>} : (tensor<2x3xi64>) -> tensor<2x1x3xi64>
+  return %y : tensor<2x1x3xi64>
+}
+
+// -----
+
+// Tests that concat checks its axis.
+func.func @concat_axis(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.concat' op axis 2 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.concat %a, %a {axis = 2 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+// Tests that concat inputs have the same rank.
+func.func @concat_rank_mismatch(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.concat' op inputs have different ranks: 2 and 1}}
+  %y = kiln.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+// Tests that concat inputs agree outside the concatenation axis.
+func.func @concat_dim_mismatch(%past: tensor<?x4x?x16xf32>, %new: tensor<?x2x1x16xf32>) -> tensor<?x4x?x16xf32> {
+  // expected-error @+1 {{'kiln.concat' op inputs differ in dimension 1 (4 vs 2), which is not the concatenation axis}}
+  %y = kiln.concat %past, %new {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x2x1x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a static concat result is the sum along the axis.
+func.func @concat_result_shape(%a: tensor<2x3xi8>, %b: tensor<2x5xi8>) -> tensor<2x9xi8> {
+  // expected-error @+1 {{'kiln.concat' op result type 'tensor<2x9xi8>' does not match the expected shape [2, 8]}}
+  %y = kiln.concat %a, %b {axis = 1 : i64} : (tensor<2x3xi8>, tensor<2x5xi8>) -> tensor<2x9xi8>
+  return %y : tensor<2x9xi8>
+}
+
+// -----
+
+// Tests that concat inputs share the element type.
+func.func @concat_element_mismatch(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'kiln.concat' op requires the same element type for all operands and results}}
+  %y = kiln.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+// Tests that split checks its axis.
+func.func @split_axis(%x: tensor<?x192xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>) {
+  // expected-error @+1 {{'kiln.split' op axis 2 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %a, %b = kiln.split %x {axis = 2 : i64, sizes = array<i64: 96, 96>} : (tensor<?x192xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>)
+  return %a, %b : tensor<?x96xf32>, tensor<?x96xf32>
+}
+
+// -----
+
+// Tests that split has one size per result.
+func.func @split_size_count(%x: tensor<?x192xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>) {
+  // expected-error @+1 {{'kiln.split' op has 3 sizes but 2 results}}
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: 64, 64, 64>} : (tensor<?x192xf32>) -> (tensor<?x96xf32>, tensor<?x96xf32>)
+  return %a, %b : tensor<?x96xf32>, tensor<?x96xf32>
+}
+
+// -----
+
+// Tests that split sizes are non-negative.
+func.func @split_negative_size(%x: tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  // expected-error @+1 {{'kiln.split' op split sizes must be non-negative, got -1}}
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: 4, -1>} : (tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>)
+  return %a, %b : tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that split sizes add up to the split dimension.
+func.func @split_sizes_sum(%x: tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'kiln.split' op split sizes add up to 128 but the axis has size 192}}
+  %a, %b = kiln.split %x {axis = 2 : i64, sizes = array<i64: 64, 64>} : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+  return %a, %b : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that each split result has its size along the axis.
+func.func @split_result_shape(%x: tensor<?x192xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
+  // expected-error @+1 {{'kiln.split' op result type 'tensor<?x64xf32>' does not match the expected shape [?, 128]}}
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: 64, 128>} : (tensor<?x192xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>)
+  return %a, %b : tensor<?x64xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that slice axes are unique.
+func.func @slice_axes_duplicate(%x: tensor<4x4xf32>, %s: tensor<2xi64>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'kiln.slice' op axes [0, 0] must be unique}}
+  %y = kiln.slice %x[%s : %s : %s] {axes = array<i64: 0, 0>} : (tensor<4x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that slice axes are in range, reported once.
+func.func @slice_axis_out_of_range(%x: tensor<4x4xf32>, %s: tensor<1xi64>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'kiln.slice' op axis 2 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.slice %x[%s : %s : %s] {axes = array<i64: 2>} : (tensor<4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x4xf32>
+  return %y : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that starts has one entry per sliced axis.
+func.func @slice_starts_length(%x: tensor<4x4xf32>, %s: tensor<2xi64>, %e: tensor<1xi64>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'kiln.slice' op starts has 2 entries but the number of axes is 1}}
+  %y = kiln.slice %x[%s : %e : %e] {axes = array<i64: 0>} : (tensor<4x4xf32>, tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that ends has one entry per sliced axis.
+func.func @slice_ends_length(%x: tensor<4x4xf32>, %s: tensor<1xi64>, %e: tensor<3xi64>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'kiln.slice' op ends has 3 entries but the number of axes is 1}}
+  %y = kiln.slice %x[%s : %e : %s] {axes = array<i64: 0>} : (tensor<4x4xf32>, tensor<1xi64>, tensor<3xi64>, tensor<1xi64>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that steps has one entry per sliced axis.
+func.func @slice_steps_length(%x: tensor<4x4xf32>, %s: tensor<2xi64>, %st: tensor<1xi64>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'kiln.slice' op steps has 1 entries but the number of axes is 2}}
+  %y = kiln.slice %x[%s : %s : %st] {axes = array<i64: 0, 1>} : (tensor<4x4xf32>, tensor<2xi64>, tensor<2xi64>, tensor<1xi64>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that slice keeps the dimensions it does not slice.
+func.func @slice_result_shape(%x: tensor<1x1x256x256xi1>, %s: tensor<1xi64>) -> tensor<1x1x?x128xi1> {
+  // expected-error @+1 {{'kiln.slice' op result type 'tensor<1x1x?x128xi1>' does not match the expected shape [1, 1, ?, 256]}}
+  %y = kiln.slice %x[%s : %s : %s] {axes = array<i64: 2>} : (tensor<1x1x256x256xi1>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x1x?x128xi1>
+  return %y : tensor<1x1x?x128xi1>
+}
+
+// -----
+
+// Tests that gather checks its axis.
+func.func @gather_axis(%t: tensor<256x64xf32>, %i: tensor<?xi64>) -> tensor<256x?xf32> {
+  // expected-error @+1 {{'kiln.gather' op axis 2 is out of range for rank 2 (axes are normalized: 0 <= axis < rank)}}
+  %y = kiln.gather %t[%i] {axis = 2 : i64} : (tensor<256x64xf32>, tensor<?xi64>) -> tensor<256x?xf32>
+  return %y : tensor<256x?xf32>
+}
+
+// -----
+
+// Tests that the gather result has rank data.rank - 1 + indices.rank.
+func.func @gather_result_rank(%t: tensor<256x64xf32>, %i: tensor<?x?xi64>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'kiln.gather' op result type 'tensor<?x64xf32>' does not match the expected shape [?, ?, 64]}}
+  %y = kiln.gather %t[%i] {axis = 0 : i64} : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that gather indices are i64 or i32.
+func.func @gather_float_indices(%t: tensor<256x64xf32>, %i: tensor<?xf32>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'kiln.gather' op operand #1 must be ranked tensor of 64-bit signless integer or 32-bit signless integer values, but got 'tensor<?xf32>'}}
+  %y = kiln.gather %t[%i] {axis = 0 : i64} : (tensor<256x64xf32>, tensor<?xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that the expand result rank is max(input rank, shape length).
+func.func @expand_rank(%x: tensor<1x1x?x16xf32>, %s: tensor<4xi64>) -> tensor<?x?x16xf32> {
+  // expected-error @+1 {{'kiln.expand' op result rank 3 is not max(input rank 4, shape length 4)}}
+  %y = kiln.expand %x, %s : (tensor<1x1x?x16xf32>, tensor<4xi64>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Tests that expand only stretches dimensions of size 1.
+func.func @expand_static_dim(%x: tensor<3x16xf32>, %s: tensor<2xi64>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.expand' op input dimension of size 3 cannot expand to 4}}
+  %y = kiln.expand %x, %s : (tensor<3x16xf32>, tensor<2xi64>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that tile keeps the input rank.
+func.func @tile_rank(%x: tensor<2x3xf32>, %r: tensor<2xi64>) -> tensor<4x3x1xf32> {
+  // expected-error @+1 {{'kiln.tile' op result rank 3 differs from input rank 2}}
+  %y = kiln.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<4x3x1xf32>
+  return %y : tensor<4x3x1xf32>
+}
+
+// -----
+
+// Tests that tile has one repeat per input dimension.
+func.func @tile_repeats_length(%x: tensor<2x3xf32>, %r: tensor<3xi64>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'kiln.tile' op repeats has 3 entries but the input rank is 2}}
+  %y = kiln.tile %x, %r : (tensor<2x3xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+  return %y : tensor<4x3xf32>
+}
+
+// -----
+
+// Tests that trilu needs at least a matrix.
+func.func @trilu_rank_1(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'kiln.trilu' op input must have rank 2 or more, got 'tensor<8xf32>'}}
+  %y = kiln.trilu %x {upper} : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+
+// -----
+
+// Tests that the range operands are 0-d tensors.
+func.func @range_not_scalar(%start: tensor<i64>, %limit: tensor<1xi64>, %delta: tensor<i64>) -> tensor<?xi64> {
+  // expected-error @+1 {{'kiln.range' op start, limit and delta must be 0-d tensors, got 'tensor<1xi64>'}}
+  %y = kiln.range %start, %limit, %delta : (tensor<i64>, tensor<1xi64>, tensor<i64>) -> tensor<?xi64>
+  return %y : tensor<?xi64>
+}
+
+// -----
+
+// Tests that the range operands share the result's element type.
+func.func @range_element_mismatch(%start: tensor<i64>, %limit: tensor<i32>, %delta: tensor<i64>) -> tensor<?xi64> {
+  // expected-error @+1 {{'kiln.range' op failed to verify that all of {start, limit, delta, result} have same element type}}
+  %y = kiln.range %start, %limit, %delta : (tensor<i64>, tensor<i32>, tensor<i64>) -> tensor<?xi64>
+  return %y : tensor<?xi64>
+}
+
+// -----
+
+// Tests that shape_of yields one entry per input dimension.
+func.func @shape_of_length(%x: tensor<?x?x64xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{'kiln.shape_of' op result has 2 entries but the input rank is 3}}
+  %s = kiln.shape_of %x : tensor<?x?x64xf32> -> tensor<2xi64>
+  return %s : tensor<2xi64>
+}
+
+// -----
+
+// Tests that shape_of yields i64 entries.
+func.func @shape_of_i32(%x: tensor<?x?x64xf32>) -> tensor<3xi32> {
+  // expected-error @+1 {{'kiln.shape_of' op result #0 must be 1D tensor of 64-bit signless integer values, but got 'tensor<3xi32>'}}
+  %s = kiln.shape_of %x : tensor<?x?x64xf32> -> tensor<3xi32>
+  return %s : tensor<3xi32>
+}
+
+// -----
+
+// Tests that dim checks its index against the rank.
+func.func @dim_index(%x: tensor<?x?x64xf32>) -> tensor<i64> {
+  // expected-error @+1 {{'kiln.dim' op index 3 is out of range for rank 3 (axes are normalized: 0 <= axis < rank)}}
+  %d = kiln.dim %x {index = 3 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+  return %d : tensor<i64>
+}
+
+// -----
+
+// Tests that size yields a 0-d i64 tensor.
+func.func @size_not_scalar(%x: tensor<?x64xf32>) -> tensor<1xi64> {
+  // expected-error @+1 {{'kiln.size' op result #0 must be 0D tensor of 64-bit signless integer values, but got 'tensor<1xi64>'}}
+  %n = kiln.size %x : tensor<?x64xf32> -> tensor<1xi64>
+  return %n : tensor<1xi64>
+}
+
+// -----
+
+// Tests that a constant's value has the result type.
+func.func @constant_type_mismatch() -> tensor<2xf32> {
+  // expected-error @+1 {{'kiln.constant' op failed to verify that all of {value, result} have same type}}
+  %c = "kiln.constant"() <{value = dense<1.0> : tensor<3xf32>}> : () -> tensor<2xf32>
+  return %c : tensor<2xf32>
+}
+
+//===----------------------------------------------------------------------===//
+// kiln.dims and kiln.name
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that kiln.dims names every dimension of the argument.
+// expected-error @+1 {{'kiln.dims' on argument #0 has 1 names but the value is 'tensor<?x?xi64>'}}
+func.func @dims_length(%ids: tensor<?x?xi64> {kiln.dims = ["batch"]}) {
+  return
+}
+
+// -----
+
+// Tests that kiln.dims on a result is checked against the result type.
+// expected-error @+1 {{'kiln.dims' on result #0 has 3 names but the value is 'tensor<?x256xf32>'}}
+func.func @dims_result_length(%x: tensor<?x256xf32>) -> (tensor<?x256xf32> {kiln.dims = ["batch", "", ""]}) {
+  return %x : tensor<?x256xf32>
+}
+
+// -----
+
+// Tests that kiln.dims only names dynamic dimensions.
+// expected-error @+1 {{'kiln.dims' on argument #1 names static dimension of size 64 'hidden'}}
+func.func @dims_static(%a: tensor<f32>, %x: tensor<?x64xf32> {kiln.dims = ["batch", "hidden"]}) {
+  return
+}
+
+// -----
+
+// Tests that kiln.dims is an array of strings.
+// expected-error @+1 {{'kiln.dims' on argument #0 must be an array of strings}}
+func.func @dims_not_strings(%x: tensor<?x64xf32> {kiln.dims = [1, ""]}) {
+  return
+}
+
+// -----
+
+// Tests that kiln.dims must be an array.
+// expected-error @+1 {{'kiln.dims' on result #0 must be an array of strings}}
+func.func @dims_not_array(%x: tensor<?xf32>) -> (tensor<?xf32> {kiln.dims = "batch"}) {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// Tests that kiln.dims needs a ranked tensor.
+// expected-error @+1 {{'kiln.dims' on argument #0 has 0 names but the value is 'i64'}}
+func.func @dims_not_tensor(%n: i64 {kiln.dims = []}) {
+  return
+}
+
+// -----
+
+// Tests that kiln.name is a string.
+// expected-error @+1 {{'kiln.name' on argument #0 must be a string}}
+func.func @name_not_string(%x: tensor<?xf32> {kiln.name = 3 : i64}) {
+  return
+}
+
+// -----
+
+// Tests that an unknown kiln attribute on an argument is rejected. (The
+// verifier streams the attribute name as a StringAttr, hence the quotes.)
+// expected-error @+1 {{unknown kiln attribute 'kiln.dim' on argument #0}}
+func.func @unknown_arg_attribute(%x: tensor<?xf32> {kiln.dim = ["batch"]}) {
+  return
+}
+
+// -----
+
+// Tests that an unknown kiln attribute on a result is rejected.
+// expected-error @+1 {{unknown kiln attribute 'kiln.names' on result #0}}
+func.func @unknown_result_attribute(%x: tensor<?xf32>) -> (tensor<?xf32> {kiln.names = "y"}) {
+  return %x : tensor<?xf32>
+}
+
+// -----
+
+// Tests that a slice cannot grow a dimension.
+func.func @slice_result_grows(%x: tensor<4x4xf32>, %s: tensor<1xi64>) -> tensor<8x4xf32> {
+  // expected-error @+1 {{'kiln.slice' op result dimension 0 of size 8 exceeds the input's 4}}
+  %y = kiln.slice %x[%s : %s : %s] {axes = array<i64: 0>} : (tensor<4x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// Tests that a tiled dimension is a multiple of the input's.
+func.func @tile_not_multiple(%x: tensor<2x3xf32>, %r: tensor<2xi64>) -> tensor<5x3xf32> {
+  // expected-error @+1 {{'kiln.tile' op result dimension 0 of size 5 is not a multiple of the input's 2}}
+  %y = kiln.tile %x, %r : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<5x3xf32>
+  return %y : tensor<5x3xf32>
+}
+
+// -----
+
+// Tests that expand checks ranks even when the shape's length is dynamic.
+func.func @expand_rank_below_input(%x: tensor<2x3x4xf32>, %s: tensor<?xi64>) -> tensor<5xf32> {
+  // expected-error @+1 {{'kiln.expand' op result rank 1 is below the input rank 3}}
+  %y = kiln.expand %x, %s : (tensor<2x3x4xf32>, tensor<?xi64>) -> tensor<5xf32>
+  return %y : tensor<5xf32>
+}
+
+// -----
+
+// Tests that layer_norm's bias has the input's element type.
+func.func @layer_norm_bias_type(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tensor<4xf16>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'kiln.layer_norm' op bias element type 'f16' differs from the input's 'f32'}}
+  %y = kiln.layer_norm %x, %g, %b {axis = 1 : i64} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf16>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that kiln attributes on a declaration's arguments are verified too.
+// expected-error @+1 {{'kiln.dims' on argument #0 must be an array of strings}}
+func.func private @declaration(%x: tensor<?x3xf32> {kiln.dims = [1, 2]})
