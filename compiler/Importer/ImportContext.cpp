@@ -41,10 +41,8 @@ OpImporterRegistry::OpImporterRegistry() {
 }
 
 ImportContext::ImportContext(OpBuilder &builder, StringRef sourceName,
-                             int64_t opset, const ImportOptions &options,
                              WeightLoader &weights)
-    : builder_(builder), sourceName_(sourceName.str()), opset_(opset),
-      options_(options), weights_(weights) {}
+    : builder_(builder), sourceName_(sourceName.str()), weights_(weights) {}
 
 Location ImportContext::loc(const onnx::NodeProto &node) {
   std::string name = node.name();
@@ -108,16 +106,6 @@ ImportContext::convertType(const onnx::TypeProto &type, Location loc,
                         ? dim.dim_value()
                         : ShapedType::kDynamic);
   return RankedTensorType::get(shape, element);
-}
-
-FailureOr<RankedTensorType>
-ImportContext::inferredType(const onnx::NodeProto &node, int index) {
-  auto it = valueInfo_.find(node.output(index));
-  if (it == valueInfo_.end())
-    return error(node) << "ONNX shape inference gave no type for output '"
-                       << node.output(index) << "'";
-  return convertType(it->second, loc(node),
-                     "output '" + node.output(index) + "'");
 }
 
 RankedTensorType ImportContext::resultType(const onnx::NodeProto &node,

@@ -33,13 +33,10 @@ std::string onnxTypeName(int32_t onnxType);
 class ImportContext {
 public:
   ImportContext(mlir::OpBuilder &builder, llvm::StringRef sourceName,
-                int64_t opset, const ImportOptions &options,
                 WeightLoader &weights);
 
   mlir::OpBuilder &builder() { return builder_; }
   mlir::MLIRContext *context() { return builder_.getContext(); }
-  int64_t opset() const { return opset_; }
-  const ImportOptions &options() const { return options_; }
   WeightLoader &weights() { return weights_; }
 
   /// Location of `node`: its name (or its first output's) in the model file.
@@ -67,10 +64,6 @@ public:
   mlir::RankedTensorType resultType(const onnx::NodeProto &node, int index,
                                     mlir::Type elementType,
                                     llvm::ArrayRef<int64_t> shape);
-  /// The type ONNX shape inference gave output `index`; fails when it gave
-  /// none or no rank.
-  mlir::FailureOr<mlir::RankedTensorType>
-  inferredType(const onnx::NodeProto &node, int index);
   /// The NumPy broadcast of the operands' shapes as a tensor of `elementType`.
   mlir::FailureOr<mlir::RankedTensorType>
   broadcastType(const onnx::NodeProto &node, int index, mlir::Type elementType,
@@ -115,8 +108,6 @@ public:
 private:
   mlir::OpBuilder &builder_;
   std::string sourceName_;
-  int64_t opset_;
-  const ImportOptions &options_;
   WeightLoader &weights_;
   llvm::StringMap<mlir::Value> values_;
   llvm::StringMap<onnx::TypeProto> valueInfo_;

@@ -63,9 +63,9 @@ public:
 
 private:
   void checkModel() const;
-  LogicalResult checkOpset(int64_t &opset, std::string &error);
+  LogicalResult checkOpset(std::string &error);
   LogicalResult checkSupportedOps(std::string &error);
-  LogicalResult buildFunction(ModuleOp module, int64_t opset);
+  LogicalResult buildFunction(ModuleOp module);
 
   MLIRContext &context_;
   std::shared_ptr<onnx::ModelProto> model_;
@@ -93,8 +93,8 @@ void GraphImporter::checkModel() const {
   onnx::checker::check_graph(model_->graph(), ctx, scope);
 }
 
-LogicalResult GraphImporter::checkOpset(int64_t &opset, std::string &error) {
-  opset = -1;
+LogicalResult GraphImporter::checkOpset(std::string &error) {
+  int64_t opset = -1;
   for (const auto &entry : model_->opset_import())
     if (isDefaultDomain(entry.domain()))
       opset = entry.version();
@@ -137,10 +137,10 @@ LogicalResult GraphImporter::checkSupportedOps(std::string &error) {
   return failure();
 }
 
-LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
+LogicalResult GraphImporter::buildFunction(ModuleOp module) {
   const onnx::GraphProto &graph = model_->graph();
   OpBuilder builder(module.getBodyRegion());
-  ImportContext ctx(builder, sourceName_, opset, options_, weights_);
+  ImportContext ctx(builder, sourceName_, weights_);
   Location fileLoc = FileLineColLoc::get(&context_, sourceName_, 0, 0);
 
   for (const auto &info : graph.value_info())
@@ -253,9 +253,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
       return fail("ONNX checker", e.what());
     }
   }
-  int64_t opset;
   std::string error;
-  if (failed(checkOpset(opset, error)))
+  if (failed(checkOpset(error)))
     return fail("unsupported opset", error);
   if (failed(checkSupportedOps(error)))
     return fail("unsupported operators", error);
@@ -279,7 +278,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
   });
   OwningOpRef<ModuleOp> module = ModuleOp::create(
       FileLineColLoc::get(&context_, sourceName_, 0, 0));
-  if (failed(buildFunction(*module, opset)))
+  if (failed(buildFunction(*module)))
     return fail("import", diagnostics);
   if (failed(verify(*module)))
     return fail("verification of the imported IR", diagnostics);
