@@ -36,11 +36,10 @@ FailureOr<Value> buildBinary(ImportContext &ctx, const onnx::NodeProto &node,
 
 template <typename OpTy>
 LogicalResult importBinary(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto lhs = ctx.requiredInput(node, 0);
-  auto rhs = ctx.requiredInput(node, 1);
-  if (failed(lhs) || failed(rhs))
+  auto operands = ctx.requiredInputs(node, 2);
+  if (failed(operands))
     return failure();
-  auto result = buildBinary<OpTy>(ctx, node, *lhs, *rhs);
+  auto result = buildBinary<OpTy>(ctx, node, (*operands)[0], (*operands)[1]);
   if (failed(result))
     return failure();
   ctx.setOutput(node, 0, *result);
@@ -69,17 +68,16 @@ LogicalResult importVariadic(ImportContext &ctx, const onnx::NodeProto &node) {
 
 /// ONNX Pow allows an exponent of another numeric type; kiln.pow does not.
 LogicalResult importPow(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto base = ctx.requiredInput(node, 0);
-  auto exponent = ctx.requiredInput(node, 1);
-  if (failed(base) || failed(exponent))
+  auto operands = ctx.requiredInputs(node, 2);
+  if (failed(operands))
     return failure();
-  Value exp = *exponent;
-  Type element = getElementTypeOrSelf(*base);
+  Value base = (*operands)[0], exp = (*operands)[1];
+  Type element = getElementTypeOrSelf(base);
   if (getElementTypeOrSelf(exp) != element) {
     auto expType = cast<RankedTensorType>(exp.getType()).clone(element);
     exp = ctx.builder().create<CastOp>(ctx.loc(node), expType, exp);
   }
-  auto result = buildBinary<PowOp>(ctx, node, *base, exp);
+  auto result = buildBinary<PowOp>(ctx, node, base, exp);
   if (failed(result))
     return failure();
   ctx.setOutput(node, 0, *result);
@@ -88,32 +86,28 @@ LogicalResult importPow(ImportContext &ctx, const onnx::NodeProto &node) {
 
 template <ComparePredicate predicate>
 LogicalResult importCompare(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto lhs = ctx.requiredInput(node, 0);
-  auto rhs = ctx.requiredInput(node, 1);
-  if (failed(lhs) || failed(rhs))
+  auto operands = ctx.requiredInputs(node, 2);
+  if (failed(operands))
     return failure();
-  auto type = ctx.broadcastType(node, 0, ctx.builder().getI1Type(), {*lhs, *rhs});
+  auto type = ctx.broadcastType(node, 0, ctx.builder().getI1Type(), *operands);
   if (failed(type))
     return failure();
   ctx.setOutput(node, 0,
                 ctx.builder().create<CompareOp>(ctx.loc(node), *type, predicate,
-                                                *lhs, *rhs));
+                                                (*operands)[0], (*operands)[1]));
   return success();
 }
 
 LogicalResult importWhere(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto cond = ctx.requiredInput(node, 0);
-  auto onTrue = ctx.requiredInput(node, 1);
-  auto onFalse = ctx.requiredInput(node, 2);
-  if (failed(cond) || failed(onTrue) || failed(onFalse))
+  auto operands = ctx.requiredInputs(node, 3);
+  if (failed(operands))
     return failure();
-  auto type = ctx.broadcastType(node, 0, getElementTypeOrSelf(*onTrue),
-                                {*cond, *onTrue, *onFalse});
+  auto type = ctx.broadcastType(node, 0, getElementTypeOrSelf((*operands)[1]),
+                                *operands);
   if (failed(type))
     return failure();
   ctx.setOutput(node, 0,
-                ctx.builder().create<WhereOp>(ctx.loc(node), *type, *cond,
-                                              *onTrue, *onFalse));
+                ctx.builder().create<WhereOp>(ctx.loc(node), *type, *operands));
   return success();
 }
 
@@ -152,11 +146,11 @@ LogicalResult importCast(ImportContext &ctx, const onnx::NodeProto &node) {
 }
 
 LogicalResult importCastLike(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto x = ctx.requiredInput(node, 0);
-  auto like = ctx.requiredInput(node, 1);
-  if (failed(x) || failed(like))
+  auto operands = ctx.requiredInputs(node, 2);
+  if (failed(operands))
     return failure();
-  ctx.setOutput(node, 0, buildCast(ctx, node, *x, getElementTypeOrSelf(*like)));
+  ctx.setOutput(node, 0, buildCast(ctx, node, (*operands)[0],
+                                   getElementTypeOrSelf((*operands)[1])));
   return success();
 }
 

@@ -80,6 +80,18 @@ FailureOr<Value> ImportContext::requiredInput(const onnx::NodeProto &node,
   return value;
 }
 
+FailureOr<SmallVector<Value>>
+ImportContext::requiredInputs(const onnx::NodeProto &node, int count) {
+  SmallVector<Value> values;
+  for (int i = 0; i < count; ++i) {
+    auto value = requiredInput(node, i);
+    if (failed(value))
+      return failure();
+    values.push_back(*value);
+  }
+  return values;
+}
+
 void ImportContext::setOutput(const onnx::NodeProto &node, int index,
                               Value value) {
   if (hasOutput(node, index))

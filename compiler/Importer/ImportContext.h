@@ -54,6 +54,9 @@ public:
   /// Input `index` of `node`, failing with a diagnostic when absent.
   mlir::FailureOr<mlir::Value> requiredInput(const onnx::NodeProto &node,
                                              int index);
+  /// Inputs 0 .. count-1 of `node`, all required.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  requiredInputs(const onnx::NodeProto &node, int count);
   bool hasOutput(const onnx::NodeProto &node, int index) const {
     return index < node.output_size() && !node.output(index).empty();
   }

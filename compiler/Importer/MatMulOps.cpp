@@ -47,16 +47,16 @@ Value squeeze(ImportContext &ctx, const onnx::NodeProto &node, Value x,
 /// NumPy matmul: a 1-D operand is promoted to a matrix and the added
 /// dimension removed from the result.
 LogicalResult importMatMul(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto lhs = ctx.requiredInput(node, 0);
-  auto rhs = ctx.requiredInput(node, 1);
-  if (failed(lhs) || failed(rhs))
+  auto operands = ctx.requiredInputs(node, 2);
+  if (failed(operands))
     return failure();
-  int64_t lhsRank = cast<RankedTensorType>(lhs->getType()).getRank();
-  int64_t rhsRank = cast<RankedTensorType>(rhs->getType()).getRank();
+  Value lhs = (*operands)[0], rhs = (*operands)[1];
+  int64_t lhsRank = cast<RankedTensorType>(lhs.getType()).getRank();
+  int64_t rhsRank = cast<RankedTensorType>(rhs.getType()).getRank();
   if (lhsRank == 0 || rhsRank == 0)
     return ctx.error(node) << "operands must have rank 1 or more";
-  Value a = lhsRank == 1 ? unsqueeze(ctx, node, *lhs, 0) : *lhs;
-  Value b = rhsRank == 1 ? unsqueeze(ctx, node, *rhs, 1) : *rhs;
+  Value a = lhsRank == 1 ? unsqueeze(ctx, node, lhs, 0) : lhs;
+  Value b = rhsRank == 1 ? unsqueeze(ctx, node, rhs, 1) : rhs;
   auto product = buildMatMul(ctx, node, a, b, /*transposeB=*/false);
   if (failed(product))
     return failure();

@@ -339,19 +339,18 @@ LogicalResult importGather(ImportContext &ctx, const onnx::NodeProto &node) {
 /// of the 1-D shape operand; the sizes come from shape inference.
 template <typename OpTy>
 LogicalResult importShapeDriven(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto x = ctx.requiredInput(node, 0);
-  auto shape = ctx.requiredInput(node, 1);
-  if (failed(x) || failed(shape))
+  auto operands = ctx.requiredInputs(node, 2);
+  if (failed(operands))
     return failure();
-  auto length = staticLength(ctx, node, *shape, "the shape input");
+  auto length = staticLength(ctx, node, (*operands)[1], "the shape input");
   if (failed(length))
     return failure();
-  auto type = tensorType(*x);
+  auto type = tensorType((*operands)[0]);
   int64_t rank = std::is_same_v<OpTy, ExpandOp> ? std::max(type.getRank(), *length)
                                                 : type.getRank();
   auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(rank));
   ctx.setOutput(node, 0,
-                ctx.builder().create<OpTy>(ctx.loc(node), resultType, *x, *shape));
+                ctx.builder().create<OpTy>(ctx.loc(node), resultType, *operands));
   return success();
 }
 

@@ -147,16 +147,13 @@ LogicalResult importConstantOfShape(ImportContext &ctx, const onnx::NodeProto &n
 }
 
 LogicalResult importRange(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto start = ctx.requiredInput(node, 0);
-  auto limit = ctx.requiredInput(node, 1);
-  auto delta = ctx.requiredInput(node, 2);
-  if (failed(start) || failed(limit) || failed(delta))
+  auto operands = ctx.requiredInputs(node, 3);
+  if (failed(operands))
     return failure();
-  auto type = ctx.resultType(node, 0, getElementTypeOrSelf(*start),
+  auto type = ctx.resultType(node, 0, getElementTypeOrSelf((*operands)[0]),
                              {ShapedType::kDynamic});
   ctx.setOutput(node, 0,
-                ctx.builder().create<RangeOp>(ctx.loc(node), type, *start, *limit,
-                                              *delta));
+                ctx.builder().create<RangeOp>(ctx.loc(node), type, *operands));
   return success();
 }
 
