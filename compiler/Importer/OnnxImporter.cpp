@@ -62,9 +62,14 @@ public:
   OwningOpRef<ModuleOp> run(std::string &errorMessage);
 
 private:
+  /// Opset version by domain, with the default domain ("" or "ai.onnx")
+  /// under "".
+  using OpsetVersions = std::map<std::string, int64_t>;
+
   void checkModel() const;
-  LogicalResult checkOpset(std::string &error);
-  LogicalResult checkSupportedOps(std::string &error);
+  OpsetVersions opsetVersions() const;
+  LogicalResult checkOpset(const OpsetVersions &opsets, std::string &error);
+  LogicalResult checkSupportedOps(const OpsetVersions &opsets, std::string &error);
   LogicalResult buildFunction(ModuleOp module);
 
   MLIRContext &context_;
@@ -93,15 +98,21 @@ void GraphImporter::checkModel() const {
   onnx::checker::check_graph(model_->graph(), ctx, scope);
 }
 
-LogicalResult GraphImporter::checkOpset(std::string &error) {
-  int64_t opset = -1;
+GraphImporter::OpsetVersions GraphImporter::opsetVersions() const {
+  OpsetVersions opsets;
   for (const auto &entry : model_->opset_import())
-    if (isDefaultDomain(entry.domain()))
-      opset = entry.version();
-  if (opset < 0) {
+    opsets[isDefaultDomain(entry.domain()) ? "" : entry.domain()] = entry.version();
+  return opsets;
+}
+
+LogicalResult GraphImporter::checkOpset(const OpsetVersions &opsets,
+                                        std::string &error) {
+  auto defaultDomain = opsets.find("");
+  if (defaultDomain == opsets.end()) {
     error = "the model imports no opset of the default ONNX domain";
     return failure();
   }
+  int64_t opset = defaultDomain->second;
   if (opset < kMinOpset || opset > kMaxOpset) {
     error = "the model uses opset " + std::to_string(opset) +
             " of the default ONNX domain; kiln supports opsets " +
@@ -111,10 +122,8 @@ LogicalResult GraphImporter::checkOpset(std::string &error) {
   return success();
 }
 
-LogicalResult GraphImporter::checkSupportedOps(std::string &error) {
-  std::map<std::string, int64_t> opsets;
-  for (const auto &entry : model_->opset_import())
-    opsets[isDefaultDomain(entry.domain()) ? "" : entry.domain()] = entry.version();
+LogicalResult GraphImporter::checkSupportedOps(const OpsetVersions &opsets,
+                                               std::string &error) {
   std::vector<std::string> unsupported;
   for (const auto &node : model_->graph().node()) {
     std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
@@ -126,7 +135,7 @@ LogicalResult GraphImporter::checkSupportedOps(std::string &error) {
                             : "'" + node.name() + "'";
     unsupported.push_back("node " + label + ": op '" +
                           (domain.empty() ? "" : domain + ".") + node.op_type() +
-                          "' (opset " + std::to_string(opsets[domain]) + ")");
+                          "' (opset " + std::to_string(opsets.count(domain) ? opsets.at(domain) : 0) + ")");
   }
   if (unsupported.empty())
     return success();
@@ -254,9 +263,10 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
     }
   }
   std::string error;
-  if (failed(checkOpset(error)))
+  OpsetVersions opsets = opsetVersions();
+  if (failed(checkOpset(opsets, error)))
     return fail("unsupported opset", error);
-  if (failed(checkSupportedOps(error)))
+  if (failed(checkSupportedOps(opsets, error)))
     return fail("unsupported operators", error);
   try {
     onnx::shape_inference::InferShapes(

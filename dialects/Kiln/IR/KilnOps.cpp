@@ -83,6 +83,17 @@ static LogicalResult verifyListLength(Operation *op, Value list, int64_t expecte
   return success();
 }
 
+/// `value` must have the element type of `input`; `name` says which operand.
+static LogicalResult verifyInputElementType(Operation *op, Value value,
+                                            Value input, StringRef name) {
+  if (getElementTypeOrSelf(value) != getElementTypeOrSelf(input))
+    return op->emitOpError() << name << " element type "
+                             << getElementTypeOrSelf(value)
+                             << " differs from the input's "
+                             << getElementTypeOrSelf(input);
+  return success();
+}
+
 /// `tensor` must broadcast against the trailing dimensions of `input` from
 /// `axis` on, as a norm's scale and bias do.
 static LogicalResult verifyTrailingOperand(Operation *op, Value tensor,
@@ -113,10 +124,8 @@ LogicalResult ClampOp::verify() {
       continue;
     if (rankOf(bound) != 0)
       return emitOpError() << "bounds must be 0-d tensors, got " << bound.getType();
-    if (getElementTypeOrSelf(bound) != getElementTypeOrSelf(getInput()))
-      return emitOpError() << "bound element type " << getElementTypeOrSelf(bound)
-                           << " differs from the input's "
-                           << getElementTypeOrSelf(getInput());
+    if (failed(verifyInputElementType(*this, bound, getInput(), "bound")))
+      return failure();
   }
   return verifyResultShape(*this, shapeOf(getInput()), getResult());
 }
@@ -157,14 +166,11 @@ LogicalResult LayerNormOp::verify() {
   if (failed(verifyAxis(*this, getAxis(), rankOf(getInput()))) ||
       failed(verifyTrailingOperand(*this, getScale(), getInput(), getAxis(), "scale")))
     return failure();
-  if (getBias()) {
-    if (getElementTypeOrSelf(getBias()) != getElementTypeOrSelf(getInput()))
-      return emitOpError() << "bias element type " << getElementTypeOrSelf(getBias())
-                           << " differs from the input's "
-                           << getElementTypeOrSelf(getInput());
-    return verifyTrailingOperand(*this, getBias(), getInput(), getAxis(), "bias");
-  }
-  return success();
+  if (!getBias())
+    return success();
+  if (failed(verifyInputElementType(*this, getBias(), getInput(), "bias")))
+    return failure();
+  return verifyTrailingOperand(*this, getBias(), getInput(), getAxis(), "bias");
 }
 
 LogicalResult RmsNormOp::verify() {
