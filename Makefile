@@ -19,7 +19,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure
 
 demo: build
-	$(BUILD_DIR)/bin/kilnc $(DEMO_MODEL) --emit=summary
+	./scripts/demo.sh $(BUILD_DIR) $(DEMO_MODEL)
 
 clean:
 	rm -rf $(BUILD_DIR)

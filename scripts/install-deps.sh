@@ -11,11 +11,20 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools llvm-19-tools
   # ONNX (ModelProto, checker, shape inference, text parser) and protobuf
   libonnx-dev libprotobuf-dev
+  # Artifacts: the manifest (JSON) and the checksum (zlib's CRC-32)
+  nlohmann-json3-dev zlib1g-dev
+  # Linking the generated code into a shared object (ld; lld is used if present)
+  binutils
   # Unit tests
   libgtest-dev libgmock-dev
   # models/export.py and the export test: Debian's interpreter with torch and onnx
   python3 python3-onnx python3-numpy python3-torch
 )
+# Node.js runs ONNX Runtime from npm (bench/ort), the correctness oracle and
+# peer. The machine image may carry its own; apt is asked only when it has none.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -24,8 +33,22 @@ for pkg in "${packages[@]}"; do
   fi
 done
 
+# ONNX Runtime's CPU build comes from npm, pinned by bench/ort/package-lock.json.
+# --ignore-scripts: its install script would try to download a GPU add-on.
+install_onnxruntime() {
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/bench/ort"
+  if [ -f "$dir/node_modules/onnxruntime-node/package.json" ]; then
+    echo "install-deps: onnxruntime-node is installed"
+    return
+  fi
+  echo "install-deps: installing onnxruntime-node into bench/ort"
+  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund)
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages are installed"
+  install_onnxruntime
   exit 0
 fi
 
@@ -43,3 +66,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 "${as_root[@]}" apt-get update -q
 DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+install_onnxruntime

@@ -152,9 +152,12 @@ public:
   WeightLoader(std::string baseDir, std::shared_ptr<const void> keepAlive,
                int64_t inlineLimit);
   ~WeightLoader();
+  /// Loads `tensor` as an ElementsAttr, called `name` in messages and in
+  /// its resource key (the tensor's own name when empty).
   mlir::FailureOr<mlir::ElementsAttr> load(const onnx::TensorProto &tensor,
                                            mlir::MLIRContext *context,
-                                           std::string &error);
+                                           std::string &error,
+                                           llvm::StringRef name = "");
 
 private:
   struct MappedFiles;

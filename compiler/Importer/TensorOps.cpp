@@ -12,16 +12,18 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// Builds the TensorProto a Constant node's value attribute describes.
-FailureOr<onnx::TensorProto> constantTensor(ImportContext &ctx,
-                                            const onnx::NodeProto &node) {
+/// The TensorProto a Constant node's value attribute describes: the node's
+/// own tensor for `value`, which weights may point into without a copy, or
+/// one built into `tensor` for the scalar and list forms.
+FailureOr<const onnx::TensorProto *> constantTensor(ImportContext &ctx,
+                                                    const onnx::NodeProto &node,
+                                                    onnx::TensorProto &tensor) {
   if (node.attribute_size() != 1)
     return ctx.error(node) << "needs exactly one value attribute, got "
                            << node.attribute_size();
   const onnx::AttributeProto &attr = node.attribute(0);
-  onnx::TensorProto tensor;
   if (attr.name() == "value" && attr.type() == onnx::AttributeProto::TENSOR) {
-    tensor = attr.t();
+    return &attr.t();
   } else if (attr.name() == "value_float" && attr.type() == onnx::AttributeProto::FLOAT) {
     tensor.set_data_type(onnx::TensorProto::FLOAT);
     tensor.add_float_data(attr.f());
@@ -42,23 +44,24 @@ FailureOr<onnx::TensorProto> constantTensor(ImportContext &ctx,
                            << onnx::AttributeProto::AttributeType_Name(attr.type());
   }
   tensor.set_name(node.output(0));
-  return tensor;
+  return &tensor;
 }
 
 FailureOr<ElementsAttr> loadTensor(ImportContext &ctx, const onnx::NodeProto &node,
                                    const onnx::TensorProto &tensor) {
   std::string message;
-  auto attr = ctx.weights().load(tensor, ctx.context(), message);
+  auto attr = ctx.weights().load(tensor, ctx.context(), message, node.output(0));
   if (failed(attr))
     return ctx.error(node) << message;
   return attr;
 }
 
 LogicalResult importConstant(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto tensor = constantTensor(ctx, node);
+  onnx::TensorProto built;
+  auto tensor = constantTensor(ctx, node, built);
   if (failed(tensor))
     return failure();
-  auto attr = loadTensor(ctx, node, *tensor);
+  auto attr = loadTensor(ctx, node, **tensor);
   if (failed(attr))
     return failure();
   ctx.setOutput(node, 0, ctx.builder().create<ConstantOp>(ctx.loc(node), *attr));

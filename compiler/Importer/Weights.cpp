@@ -97,8 +97,11 @@ bool isAligned(const char *data, size_t alignment) {
 
 FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
                                            MLIRContext *context,
-                                           std::string &error) {
-  std::string name = "tensor '" + tensor.name() + "'";
+                                           std::string &error,
+                                           StringRef tensorName) {
+  if (tensorName.empty())
+    tensorName = tensor.name();
+  std::string name = "tensor '" + tensorName.str() + "'";
   Type element = convertElementType(context, tensor.data_type());
   if (!element) {
     error = name + " has unsupported data type " + onnxTypeName(tensor.data_type());
@@ -210,7 +213,7 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
     blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, std::max<size_t>(width, 16));
   }
   return cast<ElementsAttr>(
-      DenseResourceElementsAttr::get(type, resourceKey(tensor.name()), std::move(blob)));
+      DenseResourceElementsAttr::get(type, resourceKey(tensorName), std::move(blob)));
 }
 
 } // namespace kiln

@@ -1,17 +1,31 @@
 //===- kiln-opt.cpp - mlir-opt with the kiln dialects and passes ----------===//
+//
+// Every upstream dialect, extension and pass is registered as well, so that
+// each stage of the code generation pipeline can be run and tested alone.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/Pipelines.h"
+#include "compiler/Conversion/Passes.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "passes/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
-  mlir::registerTransformsPasses();
+  mlir::registerAllPasses();
   kiln::registerKilnPasses();
+  kiln::registerKilnConversionPasses();
+  kiln::registerKilnCodegenPasses();
+  kiln::registerKilnPipelines();
   mlir::DialectRegistry registry;
-  registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
+  registry.insert<kiln::KilnDialect>();
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
 }

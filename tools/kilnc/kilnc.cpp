@@ -1,11 +1,14 @@
 //===- kilnc.cpp - The Kiln compiler driver -------------------------------===//
 //
-// kilnc MODEL.onnx --emit=kiln -o OUT.mlir
+// kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
+// kilnc MODEL.onnx --emit=kiln|linalg|llvm|summary -o OUT
 //
 // Each stage that fails says so: reading, parsing, checking, importing, or
 // writing the output. The exit code is non-zero on any failure.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Codegen/Compiler.h"
+#include "compiler/Codegen/Pipelines.h"
 #include "compiler/Importer/OnnxImporter.h"
 #include "passes/Passes.h"
 
@@ -21,7 +24,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitKind { Kiln, Summary };
+enum class EmitKind { Auto, Kiln, Summary, Linalg, LLVM, Artifact };
 
 cl::OptionCategory kilncCategory("kilnc options");
 
@@ -34,12 +37,33 @@ cl::opt<std::string> outputPath("o", cl::desc("Output file ('-' for standard out
                                 cl::cat(kilncCategory));
 
 cl::opt<EmitKind> emitKind(
-    "emit", cl::desc("What to produce"), cl::init(EmitKind::Kiln),
-    cl::values(clEnumValN(EmitKind::Kiln, "kiln",
+    "emit",
+    cl::desc("What to produce (default: an artifact when -o ends in .kiln, "
+             "else kiln IR)"),
+    cl::init(EmitKind::Auto),
+    cl::values(clEnumValN(EmitKind::Artifact, "artifact",
+                          "A deployable .kiln artifact for the CPU runtime"),
+               clEnumValN(EmitKind::Kiln, "kiln",
                           "The imported kiln-dialect IR as MLIR text"),
+               clEnumValN(EmitKind::Linalg, "linalg",
+                          "The IR after lowering to linalg on tensors"),
+               clEnumValN(EmitKind::LLVM, "llvm",
+                          "The IR after lowering to the LLVM dialect"),
                clEnumValN(EmitKind::Summary, "summary",
                           "Inputs and outputs with dimension names, and op counts")),
     cl::cat(kilncCategory));
+
+cl::opt<std::string> cpu(
+    "cpu",
+    cl::desc("The CPU to generate code for: native (this machine), x86-64-v3, "
+             "x86-64-v4, or another LLVM x86 CPU name"),
+    cl::init("native"), cl::cat(kilncCategory));
+
+cl::list<std::string> dimBounds(
+    "dim",
+    cl::desc("Bounds of a symbolic dimension, NAME=MIN:MAX (repeatable); the "
+             "runtime refuses inputs outside them"),
+    cl::value_desc("name=min:max"), cl::cat(kilncCategory));
 
 cl::opt<kiln::OnnxInputFormat> inputFormat(
     "input-format", cl::desc("How to read the input"),
@@ -74,6 +98,29 @@ int failStage(llvm::StringRef stage, llvm::StringRef message) {
   return 1;
 }
 
+/// Parses the --dim list into `bounds`.
+bool parseDimBounds(std::map<std::string, kiln::DimBound> &bounds,
+                    std::string &error) {
+  for (const std::string &text : dimBounds) {
+    llvm::StringRef spec(text);
+    auto [name, range] = spec.split('=');
+    auto [minText, maxText] = range.split(':');
+    kiln::DimBound bound;
+    if (name.empty() || minText.getAsInteger(10, bound.min) ||
+        maxText.getAsInteger(10, bound.max) || bound.min < 0 ||
+        bound.max < bound.min) {
+      error = "--dim " + text +
+              ": expected NAME=MIN:MAX with 0 <= MIN <= MAX, e.g. batch=1:8";
+      return false;
+    }
+    if (!bounds.emplace(name.str(), bound).second) {
+      error = "--dim " + text + ": '" + name.str() + "' is bounded twice";
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -83,9 +130,26 @@ int main(int argc, char **argv) {
       argc, argv,
       "kilnc: compiles ONNX transformer models.\n\n"
       "Imports an ONNX model (opsets 13-17, binary or textual) into the kiln\n"
-      "dialect. Weights in ONNX external-data files are memory-mapped.\n");
+      "dialect and compiles it into one .kiln artifact for the Kiln runtime:\n"
+      "x86-64 code, a manifest of inputs and outputs, and the weights. Weights\n"
+      "in ONNX external-data files are memory-mapped.\n");
 
-  mlir::MLIRContext context;
+  if (emitKind == EmitKind::Auto)
+    emitKind = llvm::StringRef(outputPath).ends_with(".kiln") ? EmitKind::Artifact
+                                                             : EmitKind::Kiln;
+  kiln::CompileOptions compileOptions;
+  compileOptions.cpu = cpu;
+  compileOptions.compilerVersion = "kilnc " KILN_VERSION;
+  std::string boundsError;
+  if (!parseDimBounds(compileOptions.dimBounds, boundsError))
+    return failStage("reading the options", boundsError);
+  if (emitKind == EmitKind::Artifact && outputPath == "-")
+    return failStage("reading the options",
+                     "an artifact needs an output file: -o MODEL.kiln");
+
+  mlir::DialectRegistry registry;
+  kiln::registerCodegenDialects(registry);
+  mlir::MLIRContext context(registry);
   kiln::ImportOptions options;
   options.format = inputFormat;
   options.inlineConstantLimit = inlineConstantLimit;
@@ -103,6 +167,20 @@ int main(int argc, char **argv) {
     if (mlir::failed(pm.run(*module)))
       return failStage("summary", "the kiln-print-summary pass failed");
     return 0;
+  }
+
+  if (emitKind != EmitKind::Kiln) {
+    auto stage = emitKind == EmitKind::Linalg ? kiln::CompileStage::Linalg
+                 : emitKind == EmitKind::LLVM ? kiln::CompileStage::LLVM
+                                              : kiln::CompileStage::Artifact;
+    kiln::ArtifactContents artifact;
+    if (!kiln::compile(*module, compileOptions, stage, artifact, error))
+      return failStage("compilation", error);
+    if (stage == kiln::CompileStage::Artifact) {
+      if (!kiln::writeArtifact(outputPath, artifact, error))
+        return failStage("writing the artifact", error);
+      return 0;
+    }
   }
 
   std::string openError;

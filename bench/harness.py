@@ -1,0 +1,134 @@
+"""Shared by the ONNX Runtime comparison test and the benchmark: random
+inputs for the models/ exports, and runners for kiln-run and ONNX Runtime
+(bench/ort/run_ort.js). Runs under /usr/bin/python3 (numpy, onnx)."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUN_ORT = os.path.join(HERE, "ort", "run_ort.js")
+
+ONNX_DTYPES = {
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.BOOL: np.bool_,
+}
+
+
+def dim_sizes(batch, sequence, past):
+    """The sizes of the symbolic dims the exports use."""
+    return {"batch": batch, "sequence": sequence, "past_sequence": past,
+            "total_sequence": past + sequence}
+
+
+def make_inputs(model_path, batch, sequence, past=0, seed=0, vocab=256):
+    """Random inputs for every graph input of an export, by its HF name."""
+    model = onnx.load(model_path, load_external_data=False)
+    sizes = dim_sizes(batch, sequence, past)
+    initializers = {i.name for i in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        tensor = value.type.tensor_type
+        shape = []
+        for dim in tensor.shape.dim:
+            if dim.HasField("dim_value"):
+                shape.append(dim.dim_value)
+            elif dim.dim_param in sizes:
+                shape.append(sizes[dim.dim_param])
+            else:
+                raise ValueError(f"{model_path}: input {value.name}: unknown dim "
+                                 f"'{dim.dim_param}'")
+        dtype = ONNX_DTYPES[tensor.elem_type]
+        name = value.name
+        if name == "input_ids":
+            array = rng.integers(0, vocab, size=shape)
+        elif name == "attention_mask":
+            array = np.ones(shape)
+        elif name == "token_type_ids":
+            array = rng.integers(0, 2, size=shape)
+        elif name == "position_ids":
+            array = np.broadcast_to(np.arange(past, past + sequence), shape)
+        elif dtype == np.float32:
+            array = rng.standard_normal(shape)
+        else:
+            raise ValueError(f"{model_path}: no generator for input {name}")
+        inputs[name] = np.ascontiguousarray(array.astype(dtype))
+    return inputs
+
+
+def save_inputs(inputs, directory):
+    """Writes each input as DIRECTORY/<name>.npy; returns --input flags."""
+    flags = []
+    for name, array in inputs.items():
+        path = os.path.join(directory, name + ".npy")
+        np.save(path, array)
+        flags += ["--input", f"{name}={path}"]
+    return flags
+
+
+def load_outputs(directory, names):
+    return {name: np.load(os.path.join(directory, name + ".npy")) for name in names}
+
+
+def output_names(model_path):
+    model = onnx.load(model_path, load_external_data=False)
+    return [value.name for value in model.graph.output]
+
+
+def run_command(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n"
+                           f"{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def run_kiln(kiln_run, artifact, flags, output_dir=None, threads=0, benchmark=0):
+    """Runs kiln-run; returns the benchmark statistics (ms) when asked."""
+    command = [kiln_run, artifact, *flags, "--threads", str(threads)]
+    if output_dir:
+        command += ["--output-dir", output_dir]
+    if benchmark:
+        command += ["--benchmark", str(benchmark)]
+    stdout = run_command(command)
+    if not benchmark:
+        return None
+    line = next(l for l in stdout.splitlines() if l.startswith("benchmark:"))
+    stats = {}
+    for part in line.split(":", 2)[2].split(","):
+        key, value, _ = part.split()
+        stats[key + "_ms"] = float(value)
+    return stats
+
+
+def run_ort(model, flags, output_dir=None, threads=0, benchmark=0):
+    """Runs ONNX Runtime through run_ort.js; returns statistics when asked."""
+    command = ["node", RUN_ORT, model, *flags, "--threads", str(threads)]
+    if output_dir:
+        command += ["--output-dir", output_dir]
+    if benchmark:
+        command += ["--benchmark", str(benchmark)]
+    stdout = run_command(command)
+    return json.loads(stdout.strip().splitlines()[-1]) if benchmark else None
+
+
+def max_relative_error(actual, expected):
+    """max |actual - expected| / max |expected| (0 when both are all zero)."""
+    if actual.shape != expected.shape:
+        return float("inf")
+    if expected.dtype.kind in "biu":
+        return 0.0 if np.array_equal(actual, expected) else float("inf")
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    difference = float(np.max(np.abs(actual.astype(np.float64) - expected))) \
+        if expected.size else 0.0
+    if not np.all(np.isfinite(actual)) or not np.all(np.isfinite(expected)):
+        return float("inf")
+    return difference / scale if scale > 0 else difference

@@ -1,0 +1,100 @@
+//===- ArtifactWriter.cpp - Writes .kiln artifacts ------------------------===//
+#include "compiler/Artifact/ArtifactWriter.h"
+#include "runtime/src/ArtifactFormat.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+
+namespace kiln {
+namespace {
+
+nlohmann::json tensorJson(const ArtifactTensor &tensor) {
+  nlohmann::json dims = nlohmann::json::array();
+  for (const ArtifactDim &dim : tensor.dims) {
+    if (dim.size >= 0)
+      dims.push_back(dim.size);
+    else
+      dims.push_back({{"name", dim.name}, {"min", dim.min}, {"max", dim.max}});
+  }
+  return {{"name", tensor.name}, {"dtype", tensor.dtype}, {"dims", dims}};
+}
+
+} // namespace
+
+bool writeArtifact(const std::string &path, const ArtifactContents &contents,
+                   std::string &error) {
+  using namespace artifact;
+  nlohmann::json manifest;
+  manifest["format_version"] = kFormatVersion;
+  manifest["compiler"] = contents.compilerVersion;
+  manifest["target"] = {{"triple", contents.triple},
+                        {"cpu", contents.cpu},
+                        {"features", contents.cpuFeatures}};
+  manifest["entry"] = "kiln_entry";
+  manifest["inputs"] = nlohmann::json::array();
+  manifest["outputs"] = nlohmann::json::array();
+  for (const ArtifactTensor &input : contents.inputs)
+    manifest["inputs"].push_back(tensorJson(input));
+  for (const ArtifactTensor &output : contents.outputs)
+    manifest["outputs"].push_back(tensorJson(output));
+  manifest["weights"] = nlohmann::json::array();
+  uint64_t weightsSize = 0;
+  std::vector<uint64_t> weightOffsets;
+  for (const ArtifactWeight &weight : contents.weights) {
+    weightsSize = alignTo(weightsSize, kWeightAlignment);
+    weightOffsets.push_back(weightsSize);
+    manifest["weights"].push_back({{"dtype", weight.dtype},
+                                   {"shape", weight.shape},
+                                   {"offset", weightsSize},
+                                   {"size", weight.data.size()}});
+    weightsSize += weight.data.size();
+  }
+  std::string manifestText = manifest.dump(2);
+
+  Header header = {};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.formatVersion = kFormatVersion;
+  header.headerSize = sizeof(Header);
+  header.manifestOffset = sizeof(Header);
+  header.manifestSize = manifestText.size();
+  header.codeOffset =
+      alignTo(header.manifestOffset + header.manifestSize, kSectionAlignment);
+  header.codeSize = contents.code.size();
+  header.weightsOffset =
+      alignTo(header.codeOffset + header.codeSize, kSectionAlignment);
+  header.weightsSize = weightsSize;
+  header.fileSize = header.weightsOffset + header.weightsSize;
+
+  std::vector<uint8_t> file(header.fileSize, 0);
+  std::memcpy(file.data() + header.manifestOffset, manifestText.data(),
+              manifestText.size());
+  std::memcpy(file.data() + header.codeOffset, contents.code.data(),
+              contents.code.size());
+  for (size_t i = 0; i < contents.weights.size(); ++i)
+    std::memcpy(file.data() + header.weightsOffset + weightOffsets[i],
+                contents.weights[i].data.data(), contents.weights[i].data.size());
+  std::memcpy(file.data(), &header, sizeof(header));
+  header.checksum = computeChecksum(file.data(), file.size());
+  std::memcpy(file.data(), &header, sizeof(header));
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot open '" + path + "' for writing: " + ec.message();
+    return false;
+  }
+  os.write(reinterpret_cast<const char *>(file.data()), file.size());
+  os.close();
+  if (os.has_error()) {
+    error = "cannot write '" + path + "': " + os.error().message();
+    os.clear_error();
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln

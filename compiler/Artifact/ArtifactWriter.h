@@ -1,0 +1,51 @@
+//===- ArtifactWriter.h - Writes .kiln artifacts ----------------*- C++ -*-===//
+#ifndef KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+#define KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// One dimension of an input or output: a static size, or a named symbolic
+/// one with the bounds the runtime enforces.
+struct ArtifactDim {
+  int64_t size = -1; // -1 when symbolic
+  std::string name;  // "" when static
+  int64_t min = 0, max = 0;
+};
+
+struct ArtifactTensor {
+  std::string name;
+  std::string dtype; // a runtime dtype name: f32, i64, bool, ...
+  std::vector<ArtifactDim> dims;
+};
+
+struct ArtifactWeight {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  llvm::ArrayRef<char> data; // dense row-major; owned by the caller
+};
+
+struct ArtifactContents {
+  std::string compilerVersion;
+  std::string triple, cpu;
+  std::vector<std::string> cpuFeatures;
+  std::vector<ArtifactTensor> inputs, outputs;
+  std::vector<ArtifactWeight> weights; // entry arguments after the inputs
+  std::vector<char> code;              // ELF shared object exporting kiln_entry
+  /// Bytes of weights that had to be converted (unpacked i1), which
+  /// `weights` point into.
+  std::vector<std::vector<char>> convertedWeights;
+};
+
+/// Writes `contents` to `path` in the format of docs/artifact-format.md.
+bool writeArtifact(const std::string &path, const ArtifactContents &contents,
+                   std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_ARTIFACT_ARTIFACTWRITER_H

@@ -1,0 +1,233 @@
+//===- Compiler.cpp - kiln IR to a .kiln artifact -------------------------===//
+#include "compiler/Codegen/Compiler.h"
+#include "compiler/Codegen/ObjectEmitter.h"
+#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/Pipelines.h"
+#include "dialects/Kiln/IR/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The runtime's name for an element type, or "" when it has none.
+std::string dtypeName(Type type) {
+  if (type.isF32()) return "f32";
+  if (type.isF16()) return "f16";
+  if (type.isBF16()) return "bf16";
+  if (type.isF64()) return "f64";
+  if (type.isInteger(64)) return "i64";
+  if (type.isInteger(32)) return "i32";
+  if (type.isInteger(8)) return "i8";
+  if (type.isInteger(1)) return "bool";
+  return "";
+}
+
+std::string typeString(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+bool describeTensor(Type type, std::string name,
+                    llvm::ArrayRef<std::string> dimNames,
+                    const CompileOptions &options, ArtifactTensor &tensor,
+                    std::string &error) {
+  auto tensorType = cast<RankedTensorType>(type);
+  tensor.name = std::move(name);
+  tensor.dtype = dtypeName(tensorType.getElementType());
+  if (tensor.dtype.empty()) {
+    error = "'" + tensor.name + "' has type " + typeString(type) +
+            ", whose element type the runtime does not support";
+    return false;
+  }
+  for (int64_t dim = 0; dim < tensorType.getRank(); ++dim) {
+    ArtifactDim artifactDim;
+    if (!tensorType.isDynamicDim(dim)) {
+      artifactDim.size = artifactDim.min = artifactDim.max =
+          tensorType.getDimSize(dim);
+    } else {
+      artifactDim.name = dim < (int64_t)dimNames.size() ? dimNames[dim] : "";
+      artifactDim.max = kDefaultDimMax;
+      auto bound = options.dimBounds.find(artifactDim.name);
+      if (bound != options.dimBounds.end()) {
+        artifactDim.min = bound->second.min;
+        artifactDim.max = bound->second.max;
+      }
+    }
+    tensor.dims.push_back(artifactDim);
+  }
+  return true;
+}
+
+std::string nameAttr(DictionaryAttr attrs, const std::string &fallback) {
+  if (attrs)
+    if (auto name = attrs.getAs<StringAttr>(KilnDialect::kNameAttrName))
+      return name.str();
+  return fallback;
+}
+
+bool describeSignature(func::FuncOp func, const CompileOptions &options,
+                       ArtifactContents &artifact, std::string &error) {
+  std::set<std::string> dimNames;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    ArtifactTensor tensor;
+    auto names = getArgumentDimNames(func, i);
+    dimNames.insert(names.begin(), names.end());
+    if (!describeTensor(func.getArgument(i).getType(),
+                        nameAttr(func.getArgAttrDict(i), "input" + std::to_string(i)),
+                        names, options, tensor, error))
+      return false;
+    artifact.inputs.push_back(std::move(tensor));
+  }
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    ArtifactTensor tensor;
+    auto names = getResultDimNames(func, i);
+    dimNames.insert(names.begin(), names.end());
+    if (!describeTensor(func.getResultTypes()[i],
+                        nameAttr(func.getResultAttrDict(i), "output" + std::to_string(i)),
+                        names, options, tensor, error))
+      return false;
+    artifact.outputs.push_back(std::move(tensor));
+  }
+  for (const auto &[name, bound] : options.dimBounds)
+    if (!dimNames.count(name)) {
+      error = "--dim " + name + ": no input or output has a dimension named '" +
+              name + "'";
+      return false;
+    }
+  return true;
+}
+
+/// The bytes of a weight, dense and row-major; i1 is one byte per element.
+bool weightBytes(ElementsAttr value, std::vector<char> &storage,
+                 llvm::ArrayRef<char> &bytes, std::string &error) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob) {
+      error = "weight blob '" + resource.getRawHandle().getKey().str() +
+              "' has no data";
+      return false;
+    }
+    bytes = blob->getData();
+    return true;
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense) {
+    error = "unsupported constant kind for a weight";
+    return false;
+  }
+  if (dense.getElementType().isInteger(1)) {
+    for (bool element : dense.getValues<bool>())
+      storage.push_back(element ? 1 : 0);
+    bytes = storage;
+    return true;
+  }
+  bytes = dense.getRawData();
+  return true;
+}
+
+bool collectWeights(ModuleOp module, ArtifactContents &artifact,
+                    std::vector<std::vector<char>> &storage, std::string &error) {
+  auto weights = module->getAttrOfType<ArrayAttr>(kWeightsAttrName);
+  if (!weights)
+    return true;
+  storage.resize(weights.size());
+  for (auto [index, attr] : llvm::enumerate(weights)) {
+    auto value = cast<ElementsAttr>(attr);
+    auto type = cast<ShapedType>(value.getType());
+    ArtifactWeight weight;
+    weight.dtype = dtypeName(type.getElementType());
+    if (weight.dtype.empty()) {
+      error = "a weight has type " + typeString(type) +
+              ", whose element type the runtime does not support";
+      return false;
+    }
+    weight.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (!weightBytes(value, storage[index], weight.data, error))
+      return false;
+    size_t elementSize = type.getElementType().isInteger(1)
+                             ? 1
+                             : type.getElementTypeBitWidth() / 8;
+    if (weight.data.size() != elementSize * type.getNumElements()) {
+      error = "a weight of type " + typeString(type) + " holds " +
+              std::to_string(weight.data.size()) + " bytes";
+      return false;
+    }
+    artifact.weights.push_back(weight);
+  }
+  return true;
+}
+
+/// Runs `pm` on `module`, collecting its diagnostics into `error`.
+bool runPipeline(PassManager &pm, ModuleOp module, llvm::StringRef stage,
+                 std::string &error) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(module.getContext(), [&](Diagnostic &diag) {
+    if (diag.getSeverity() != DiagnosticSeverity::Error)
+      return success();
+    llvm::raw_string_ostream os(diagnostics);
+    os << (diagnostics.empty() ? "" : "\n") << diag.getLocation() << ": "
+       << diag;
+    for (Diagnostic &note : diag.getNotes())
+      os << "\n  note: " << note.getLocation() << ": " << note;
+    return success();
+  });
+  if (succeeded(pm.run(module)))
+    return true;
+  error = stage.str() + ": " +
+          (diagnostics.empty() ? std::string("a pass failed") : diagnostics);
+  return false;
+}
+
+} // namespace
+
+bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
+             ArtifactContents &artifact, std::string &error) {
+  auto func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func) {
+    error = "the module has no @main function";
+    return false;
+  }
+  CpuTarget target;
+  if (!resolveCpuTarget(options.cpu, target, error) ||
+      !describeSignature(func, options, artifact, error))
+    return false;
+
+  PassManager tensors(module.getContext());
+  buildTensorLoweringPipeline(tensors);
+  if (!runPipeline(tensors, module, "lowering to linalg", error))
+    return false;
+  if (stage == CompileStage::Linalg)
+    return true;
+  if (!collectWeights(module, artifact, artifact.convertedWeights, error))
+    return false;
+
+  PassManager llvmLowering(module.getContext());
+  buildLLVMCPULoweringPipeline(llvmLowering);
+  if (!runPipeline(llvmLowering, module, "lowering to LLVM", error))
+    return false;
+  if (stage == CompileStage::LLVM)
+    return true;
+
+  artifact.compilerVersion = options.compilerVersion;
+  artifact.triple = target.triple;
+  artifact.cpu = target.cpu;
+  artifact.cpuFeatures = target.features;
+  if (!emitSharedObject(module, target, artifact.code, error)) {
+    error = "code generation: " + error;
+    return false;
+  }
+  return true;
+}
+
+} // namespace kiln

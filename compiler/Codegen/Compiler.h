@@ -1,0 +1,41 @@
+//===- Compiler.h - kiln IR to a .kiln artifact -----------------*- C++ -*-===//
+#ifndef KILN_COMPILER_CODEGEN_COMPILER_H
+#define KILN_COMPILER_CODEGEN_COMPILER_H
+
+#include "compiler/Artifact/ArtifactWriter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct DimBound {
+  int64_t min = 0, max = 0;
+};
+
+struct CompileOptions {
+  std::string cpu = "native"; // see resolveCpuTarget
+  /// Bounds of symbolic dims by name (`--dim batch=1:8`). Unlisted symbolic
+  /// dims get [0, kDefaultDimMax].
+  std::map<std::string, DimBound> dimBounds;
+  std::string compilerVersion;
+};
+
+inline constexpr int64_t kDefaultDimMax = (int64_t(1) << 31) - 1;
+
+/// How far to compile; the module holds the IR of the last stage run.
+enum class CompileStage { Linalg, LLVM, Artifact };
+
+/// Compiles `module` (kiln IR with entry function @main) up to `stage`.
+/// For CompileStage::Artifact, `artifact` receives everything writeArtifact
+/// needs; the weights it lists point into attributes of `module`, which must
+/// outlive it. Errors name the stage and, for IR errors, the op.
+bool compile(mlir::ModuleOp module, const CompileOptions &options,
+             CompileStage stage, ArtifactContents &artifact, std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CODEGEN_COMPILER_H

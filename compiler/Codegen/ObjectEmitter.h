@@ -1,0 +1,31 @@
+//===- ObjectEmitter.h - LLVM dialect to an x86-64 shared object -*- C++ -*-===//
+#ifndef KILN_COMPILER_CODEGEN_OBJECTEMITTER_H
+#define KILN_COMPILER_CODEGEN_OBJECTEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct CpuTarget {
+  std::string triple;
+  std::string cpu;                   // LLVM's CPU name, resolved ("skylake-avx512")
+  std::vector<std::string> features; // those of CpuFeatures.h the code may use
+};
+
+/// Resolves `--cpu`: "native" (this machine), "x86-64-v3", "x86-64-v4" or any
+/// other LLVM x86 CPU name. Fails with a message for an unknown CPU.
+bool resolveCpuTarget(const std::string &cpu, CpuTarget &target,
+                      std::string &error);
+
+/// Translates `module` (LLVM dialect) to LLVM IR, optimizes it at O3 for
+/// `target`, emits an object file and links it into an ELF shared object
+/// with the system linker (ld.lld or ld).
+bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
+                      std::vector<char> &sharedObject, std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CODEGEN_OBJECTEMITTER_H

@@ -1,0 +1,31 @@
+//===- Passes.h - Kiln code generation passes -------------------*- C++ -*-===//
+#ifndef KILN_COMPILER_CODEGEN_PASSES_H
+#define KILN_COMPILER_CODEGEN_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+
+/// Module attribute listing the weights, in entry-argument order.
+constexpr llvm::StringLiteral kWeightsAttrName = "kiln.weights";
+/// The symbol the runtime calls.
+constexpr llvm::StringLiteral kEntrySymbol = "kiln_entry";
+/// The runtime's GEMM microkernel.
+constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
+
+#define GEN_PASS_DECL
+#include "compiler/Codegen/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "compiler/Codegen/Passes.h.inc"
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CODEGEN_PASSES_H

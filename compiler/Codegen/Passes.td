@@ -1,0 +1,124 @@
+//===- Passes.td - Kiln code generation passes -------------*- tablegen -*-===//
+#ifndef KILN_COMPILER_CODEGEN_PASSES_TD
+#define KILN_COMPILER_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def PrepareEntryPoint : Pass<"kiln-prepare-entry-point", "mlir::ModuleOp"> {
+  let summary = "Gives the entry function the artifact's calling convention";
+  let description = [{
+    Runs on kiln IR, before the lowering. In the entry function:
+
+    - every non-splat constant with more than `min-elements` elements becomes
+      a trailing argument, a weight; the module's `kiln.weights` attribute
+      lists their values in argument order (identical constants share one);
+    - every argument is marked read-only (`bufferization.writable = false`):
+      inputs belong to the caller and weights are mmapped read-only;
+    - the function gets a C interface (`llvm.emit_c_interface`), which
+      `kiln-emit-entry-point` wraps;
+    - the ONNX metadata attributes (`kiln.name`, `kiln.dims`) are dropped;
+      the artifact manifest carries them;
+    - the module exports `kiln_signature`, the dtypes and shapes of the
+      arguments and results, which the runtime checks the manifest against.
+
+    Example:
+
+    ```mlir
+    func.func @main(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+      %w = kiln.constant dense_resource<w> : tensor<64x64xf32>
+      ...
+    // becomes
+    module attributes {kiln.weights = [dense_resource<w> : tensor<64x64xf32>]} {
+      func.func @main(%x: tensor<?x64xf32> {bufferization.writable = false},
+                      %w: tensor<64x64xf32> {bufferization.writable = false})
+          -> tensor<?x64xf32> attributes {llvm.emit_c_interface} {
+    ```
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", /*default=*/"\"main\"",
+           "The entry function">,
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"16",
+           "Constants with more elements than this become weights">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def ApproximateMath : Pass<"kiln-approximate-math"> {
+  let summary = "Replaces libm calls with vectorizable arithmetic";
+  let description = [{
+    Rewrites powers with constant exponents (x^2, x^3, x^0.5, x^-1, ...) as
+    multiplications, square roots and divisions, and exp, log, tanh, erf, sin,
+    cos and friends on f32 as MLIR's polynomial approximations (accurate to a
+    few ulp). Both keep loop bodies free of calls, so that LLVM can vectorize
+    them; a libm call per element dominated transformer runs before this.
+
+    Example:
+
+    ```mlir
+    %y = math.powf %x, %c3 : f32
+    // becomes
+    %x2 = arith.mulf %x, %x : f32
+    %y = arith.mulf %x2, %x : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def LinalgToUkernels : Pass<"kiln-linalg-to-ukernels", "mlir::ModuleOp"> {
+  let summary = "Replaces f32 matmuls on buffers with runtime GEMM microkernel calls";
+  let description = [{
+    Runs after bufferization. A `linalg.matmul`, `linalg.matmul_transpose_b`,
+    `linalg.batch_matmul` or `linalg.batch_matmul_transpose_b` on f32 memrefs
+    with unit inner strides becomes one call to the runtime's packed-panel
+    SGEMM:
+
+    ```
+    kiln_ukernel_sgemm(batch, m, n, k, a, a_batch_stride, lda,
+                       b, b_batch_stride, ldb, transpose_b,
+                       c, c_batch_stride, ldc, accumulate)
+    ```
+
+    linalg adds the product to C, and so does the call, with `accumulate =
+    1`. When C is a fresh allocation that only a zero fill used before, the
+    call overwrites C instead (`accumulate = 0`) and the fill is erased.
+    Anything else is left to the generic loop lowering.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def EmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
+  let summary = "Adds the runtime's entry point, kiln_entry(args, results)";
+  let description = [{
+    Runs on the LLVM dialect, after `llvm.emit_c_interface` made
+    `_mlir_ciface_<function>`. Adds
+
+    ```
+    void kiln_entry(void **arguments, void *results)
+    ```
+
+    which calls it with `arguments[i]` as the i-th memref descriptor pointer
+    (inputs, then weights) and `results` as the out-pointer to the struct of
+    result descriptors. The runtime calls only this symbol, so it needs to know
+    no function signature beyond the manifest.
+
+    The entry function's pointer parameters are marked `noalias`: they are
+    the inputs' and weights' buffers, which `kiln-prepare-entry-point` made
+    read-only, so no write can go through them. That lets LLVM keep loop
+    accumulators in registers and vectorize loops that read them.
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", /*default=*/"\"main\"",
+           "The entry function">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // KILN_COMPILER_CODEGEN_PASSES_TD

@@ -1,0 +1,98 @@
+//===- Pipelines.cpp - Kiln code generation pipelines ---------------------===//
+#include "compiler/Codegen/Pipelines.h"
+#include "compiler/Codegen/Passes.h"
+#include "compiler/Conversion/Passes.h"
+#include "dialects/Kiln/IR/KilnDialect.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+void buildTensorLoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createPrepareEntryPoint());
+  pm.addNestedPass<func::FuncOp>(createConvertKilnToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void buildLLVMCPULoweringPipeline(OpPassManager &pm) {
+  pm.addPass(createApproximateMath());
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+  bufferization::OneShotBufferizationOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  // Copies become loops like any other linalg op, rather than calls to MLIR's
+  // runner library, which the runtime does not ship.
+  bufferization.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
+    b.create<linalg::CopyOp>(loc, from, to);
+    return success();
+  };
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  pm.addPass(createCanonicalizerPass());
+  bufferization::buildBufferDeallocationPipeline(
+      pm, bufferization::BufferDeallocationPipelineOptions());
+  pm.addPass(createBufferizationToMemRefPass());
+  pm.addPass(createLinalgToUkernels());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(arith::createArithExpandOpsPass());
+  pm.addPass(createConvertMathToFuncs());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  // aligned_alloc rather than malloc plus pointer arithmetic: LLVM then knows
+  // each buffer is a fresh allocation that aliases no other, which loop
+  // vectorization and register promotion of accumulators depend on.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createEmitEntryPoint());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void registerKilnPipelines() {
+  PassPipelineRegistration<>(
+      "kiln-lower-to-tensors",
+      "Lowers kiln IR to fused linalg on tensors (every backend)",
+      buildTensorLoweringPipeline);
+  PassPipelineRegistration<>(
+      "kiln-lower-to-llvm-cpu",
+      "Lowers linalg on tensors to the LLVM dialect for the CPU runtime",
+      buildLLVMCPULoweringPipeline);
+}
+
+void registerCodegenDialects(DialectRegistry &registry) {
+  registry.insert<KilnDialect>();
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+}
+
+} // namespace kiln

@@ -1,0 +1,38 @@
+//===- Pipelines.h - Kiln code generation pipelines -------------*- C++ -*-===//
+//
+// The lowering splits at bufferization. Above the split everything is shared
+// by every backend; below it each target has its own stages:
+//
+//   kiln --(kiln-prepare-entry-point, kiln-convert-to-linalg, fusion)-->
+//   linalg/tensor/arith/math                     [buildTensorLoweringPipeline]
+//   ---------------------------- target split ----------------------------
+//   CPU: one-shot bufferization, deallocation, GEMM microkernel calls,
+//        loops, LLVM dialect, kiln_entry        [buildLLVMCPULoweringPipeline]
+//        then LLVM IR -> x86-64 object -> shared object (ObjectEmitter.h)
+//   GPU: (later) bufferization, GPU mapping, NVVM -> PTX
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_CODEGEN_PIPELINES_H
+#define KILN_COMPILER_CODEGEN_PIPELINES_H
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+/// kiln IR (entry function `main`) to fused linalg on tensors.
+void buildTensorLoweringPipeline(mlir::OpPassManager &pm);
+/// linalg on tensors to the LLVM dialect with the kiln_entry entry point.
+void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm);
+
+/// Registers both as kiln-opt pipelines: kiln-lower-to-tensors and
+/// kiln-lower-to-llvm-cpu.
+void registerKilnPipelines();
+
+/// Every dialect, interface model and LLVM translation that code generation
+/// needs.
+void registerCodegenDialects(mlir::DialectRegistry &registry);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CODEGEN_PIPELINES_H

@@ -1,0 +1,598 @@
+//===- DataMovement.cpp - Shape and data movement ops to tensor/linalg ----===//
+//
+// Views (reshape, squeeze, unsqueeze, split, unit-stride slices) become tensor
+// ops that bufferization turns into views; copies with index arithmetic
+// (gather, tile, strided slices, trilu, range) become linalg.generics whose
+// bodies compute source indices with linalg.index and read with tensor.extract.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using namespace lowering;
+
+Value indexValue(OpBuilder &b, Location loc, OpFoldResult size) {
+  return getValueOrCreateConstantIndexOp(b, loc, size);
+}
+
+/// Signed index arithmetic with short names, for the ONNX index rules.
+struct IndexMath {
+  OpBuilder &b;
+  Location loc;
+
+  Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
+  Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.create<arith::SubIOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
+  Value lt(Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
+  }
+  Value eq(Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y);
+  }
+  Value select(Value cond, Value x, Value y) {
+    return b.create<arith::SelectOp>(loc, cond, x, y);
+  }
+  Value max(Value x, Value y) { return b.create<arith::MaxSIOp>(loc, x, y); }
+  Value min(Value x, Value y) { return b.create<arith::MinSIOp>(loc, x, y); }
+  Value clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
+  Value ceilDiv(Value x, Value y) { return b.create<arith::CeilDivSIOp>(loc, x, y); }
+  /// A negative index counts from the end.
+  Value wrapNegative(Value index, Value size) {
+    return select(lt(index, c(0)), add(index, size), index);
+  }
+  /// A divisor that is never zero: invalid zero steps read as 1 instead of
+  /// trapping.
+  Value nonZero(Value x) { return select(eq(x, c(0)), c(1), x); }
+};
+
+/// A linalg.generic over `resultType` (sizes `sizes`) whose body computes each
+/// element from the result indices.
+Value generate(OpBuilder &b, Location loc, RankedTensorType resultType,
+               ArrayRef<OpFoldResult> sizes,
+               function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)> body) {
+  int64_t rank = resultType.getRank();
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return b
+      .create<linalg::GenericOp>(
+          loc, resultType, ValueRange{}, emptyTensor(b, loc, resultType, sizes),
+          maps, iterators,
+          [&](OpBuilder &nested, Location nestedLoc, ValueRange) {
+            SmallVector<Value> indices;
+            for (int64_t dim = 0; dim < rank; ++dim)
+              indices.push_back(nested.create<linalg::IndexOp>(nestedLoc, dim));
+            nested.create<linalg::YieldOp>(nestedLoc,
+                                           body(nested, nestedLoc, indices));
+          })
+      .getResult(0);
+}
+
+Value extractSlice(OpBuilder &b, Location loc, Value source,
+                   ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
+                   ArrayRef<OpFoldResult> strides, RankedTensorType resultType) {
+  Value slice =
+      b.create<tensor::ExtractSliceOp>(loc, source, offsets, sizes, strides);
+  return castTo(b, loc, slice, resultType);
+}
+
+struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    Value input = adaptor.getInput();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+    int64_t rank = resultType.getRank();
+    // ONNX rules: 0 copies the input's size at that index, -1 is inferred.
+    SmallVector<Value> requested(rank), resolved(rank);
+    Value known = m.c(1);
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      if (!resultType.isDynamicDim(dim)) {
+        resolved[dim] = m.c(resultType.getDimSize(dim));
+        known = m.mul(known, resolved[dim]);
+        continue;
+      }
+      requested[dim] = extractIndex(rewriter, loc, adaptor.getShape(), dim);
+      Value copied = dim < (int64_t)inputSizes.size()
+                         ? indexValue(rewriter, loc, inputSizes[dim])
+                         : requested[dim];
+      resolved[dim] = m.select(m.eq(requested[dim], m.c(0)), copied, requested[dim]);
+      known = m.mul(known, m.select(m.eq(requested[dim], m.c(-1)), m.c(1),
+                                    resolved[dim]));
+    }
+    Value total = m.c(1);
+    for (OpFoldResult size : inputSizes)
+      total = m.mul(total, indexValue(rewriter, loc, size));
+    Value inferred = rewriter.create<arith::DivSIOp>(loc, total, m.nonZero(known));
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      if (!resultType.isDynamicDim(dim))
+        sizes.push_back(rewriter.getIndexAttr(resultType.getDimSize(dim)));
+      else
+        sizes.push_back(m.select(m.eq(requested[dim], m.c(-1)), inferred,
+                                 resolved[dim]));
+    }
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, input, resultType, sizes));
+    return success();
+  }
+};
+
+struct SqueezeLowering : public OpConversionPattern<SqueezeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SqueezeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<OpFoldResult> sizes;
+    for (auto [dim, size] :
+         llvm::enumerate(sizesOf(rewriter, op.getLoc(), adaptor.getInput())))
+      if (!llvm::is_contained(op.getAxes(), (int64_t)dim))
+        sizes.push_back(size);
+    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), adaptor.getInput(),
+                                     op.getType(), sizes));
+    return success();
+  }
+};
+
+struct UnsqueezeLowering : public OpConversionPattern<UnsqueezeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(UnsqueezeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<OpFoldResult> inputSizes =
+        sizesOf(rewriter, op.getLoc(), adaptor.getInput());
+    SmallVector<OpFoldResult> sizes;
+    auto next = inputSizes.begin();
+    for (int64_t dim = 0; dim < op.getType().getRank(); ++dim)
+      sizes.push_back(llvm::is_contained(op.getAxes(), dim)
+                          ? rewriter.getIndexAttr(1)
+                          : *next++);
+    rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), adaptor.getInput(),
+                                     op.getType(), sizes));
+    return success();
+  }
+};
+
+struct TransposeLowering : public OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, adaptor.getInput());
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t source : op.getPermutation())
+      sizes.push_back(inputSizes[source]);
+    Value init = emptyTensor(rewriter, loc, op.getType(), sizes);
+    rewriter.replaceOp(op, rewriter
+                               .create<linalg::TransposeOp>(
+                                   loc, adaptor.getInput(), init, op.getPermutation())
+                               .getResults());
+    return success();
+  }
+};
+
+struct ConcatLowering : public OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    int64_t axis = op.getAxis();
+    ValueRange inputs = adaptor.getInputs();
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, inputs.front());
+    SmallVector<Value> offsets = {m.c(0)};
+    for (Value input : inputs)
+      offsets.push_back(m.add(
+          offsets.back(), rewriter.create<tensor::DimOp>(loc, input, axis)));
+    sizes[axis] = offsets.back();
+    Value result = emptyTensor(rewriter, loc, op.getType(), sizes);
+    for (auto [index, input] : llvm::enumerate(inputs)) {
+      SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+      SmallVector<OpFoldResult> at(sizes.size(), rewriter.getIndexAttr(0));
+      at[axis] = offsets[index];
+      SmallVector<OpFoldResult> strides(sizes.size(), rewriter.getIndexAttr(1));
+      result = rewriter.create<tensor::InsertSliceOp>(loc, input, result, at,
+                                                      inputSizes, strides);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SplitLowering : public OpConversionPattern<SplitOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SplitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t axis = op.getAxis();
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, adaptor.getInput());
+    SmallVector<OpFoldResult> offsets(sizes.size(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(sizes.size(), rewriter.getIndexAttr(1));
+    SmallVector<Value> results;
+    int64_t offset = 0;
+    for (auto [size, result] : llvm::zip(op.getSizes(), op.getResults())) {
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      sizes[axis] = rewriter.getIndexAttr(size);
+      results.push_back(extractSlice(rewriter, loc, adaptor.getInput(), offsets,
+                                     sizes, strides,
+                                     cast<RankedTensorType>(result.getType())));
+      offset += size;
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct SliceLowering : public OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    Value input = adaptor.getInput();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+    int64_t rank = sizes.size();
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+    DenseIntElementsAttr constantSteps;
+    bool positiveSteps =
+        matchPattern(adaptor.getSteps(), m_Constant(&constantSteps)) &&
+        llvm::all_of(constantSteps.getValues<APInt>(),
+                     [](const APInt &step) { return step.isStrictlyPositive(); });
+    for (auto [i, axis] : llvm::enumerate(op.getAxes())) {
+      Value size = indexValue(rewriter, loc, sizes[axis]);
+      Value start = m.wrapNegative(extractIndex(rewriter, loc, adaptor.getStarts(), i), size);
+      Value end = m.wrapNegative(extractIndex(rewriter, loc, adaptor.getEnds(), i), size);
+      Value step = m.nonZero(extractIndex(rewriter, loc, adaptor.getSteps(), i));
+      // Forward: clamp both into [0, size]. Backward: start into
+      // [0, size - 1] and end into [-1, size - 1].
+      Value forwardStart = m.clamp(start, m.c(0), size);
+      Value forwardEnd = m.clamp(end, m.c(0), size);
+      Value forwardCount =
+          m.max(m.c(0), m.ceilDiv(m.sub(forwardEnd, forwardStart), step));
+      if (positiveSteps) {
+        offsets[axis] = forwardStart;
+        sizes[axis] = forwardCount;
+        strides[axis] = rewriter.getIndexAttr(
+            constantSteps.getValues<APInt>()[i].getSExtValue());
+        continue;
+      }
+      Value last = m.sub(size, m.c(1));
+      Value backwardStart = m.clamp(start, m.c(0), last);
+      Value backwardEnd = m.clamp(end, m.c(-1), last);
+      Value backwardCount = m.max(
+          m.c(0), m.ceilDiv(m.sub(backwardStart, backwardEnd), m.sub(m.c(0), step)));
+      Value forward = m.lt(m.c(0), step);
+      offsets[axis] = m.select(forward, forwardStart, backwardStart);
+      sizes[axis] = m.select(forward, forwardCount, backwardCount);
+      strides[axis] = step;
+    }
+    if (positiveSteps) {
+      rewriter.replaceOp(op, extractSlice(rewriter, loc, input, offsets, sizes,
+                                          strides, resultType));
+      return success();
+    }
+    // Negative steps: read each element from offset + index * step.
+    Value result = generate(
+        rewriter, loc, resultType, sizes,
+        [&](OpBuilder &b, Location nestedLoc, ArrayRef<Value> indices) -> Value {
+          IndexMath n{b, nestedLoc};
+          SmallVector<Value> source;
+          for (int64_t dim = 0; dim < rank; ++dim)
+            source.push_back(n.add(indexValue(b, nestedLoc, offsets[dim]),
+                                   n.mul(indices[dim],
+                                         indexValue(b, nestedLoc, strides[dim]))));
+          return b.create<tensor::ExtractOp>(nestedLoc, input, source);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct GatherLowering : public OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis();
+    int64_t indexRank = cast<RankedTensorType>(indices.getType()).getRank();
+    int64_t rank = resultType.getRank();
+    SmallVector<OpFoldResult> dataSizes = sizesOf(rewriter, loc, data);
+    SmallVector<OpFoldResult> indexSizes = sizesOf(rewriter, loc, indices);
+    SmallVector<OpFoldResult> sizes(dataSizes.begin(), dataSizes.begin() + axis);
+    sizes.append(indexSizes);
+    sizes.append(dataSizes.begin() + axis + 1, dataSizes.end());
+    Value axisSize = indexValue(rewriter, loc, dataSizes[axis]);
+
+    SmallVector<AffineExpr> indexExprs;
+    for (int64_t dim = 0; dim < indexRank; ++dim)
+      indexExprs.push_back(rewriter.getAffineDimExpr(axis + dim));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank, 0, indexExprs, getContext()),
+        AffineMap::getMultiDimIdentityMap(rank, getContext())};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, resultType, indices, emptyTensor(rewriter, loc, resultType, sizes),
+        maps, iterators, [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          IndexMath n{b, nestedLoc};
+          Value index =
+              b.create<arith::IndexCastOp>(nestedLoc, b.getIndexType(), args[0]);
+          // Out-of-range indices are clamped rather than read out of bounds.
+          index = n.clamp(n.wrapNegative(index, axisSize), n.c(0),
+                          n.sub(axisSize, n.c(1)));
+          SmallVector<Value> source;
+          for (int64_t dim = 0; dim < axis; ++dim)
+            source.push_back(b.create<linalg::IndexOp>(nestedLoc, dim));
+          source.push_back(index);
+          for (int64_t dim = axis + indexRank; dim < rank; ++dim)
+            source.push_back(b.create<linalg::IndexOp>(nestedLoc, dim));
+          b.create<linalg::YieldOp>(
+              nestedLoc, b.create<tensor::ExtractOp>(nestedLoc, data, source)
+                             .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+struct ExpandLowering : public OpConversionPattern<ExpandOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ExpandOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    Value input = adaptor.getInput();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t rank = resultType.getRank();
+    int64_t shapeLength =
+        cast<RankedTensorType>(adaptor.getShape().getType()).getDimSize(0);
+    SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+    int64_t inputOffset = rank - inputSizes.size();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      if (!resultType.isDynamicDim(dim)) {
+        sizes.push_back(rewriter.getIndexAttr(resultType.getDimSize(dim)));
+        continue;
+      }
+      Value inputSize = dim >= inputOffset
+                            ? indexValue(rewriter, loc, inputSizes[dim - inputOffset])
+                            : m.c(1);
+      int64_t shapeIndex = dim - (rank - shapeLength);
+      if (shapeIndex < 0) {
+        sizes.push_back(inputSize);
+        continue;
+      }
+      // A 1 in the shape keeps the input's size.
+      Value requested = extractIndex(rewriter, loc, adaptor.getShape(), shapeIndex);
+      sizes.push_back(m.select(m.eq(requested, m.c(1)), inputSize, requested));
+    }
+    rewriter.replaceOp(op, broadcastTo(rewriter, loc, input, resultType, sizes));
+    return success();
+  }
+};
+
+struct TileLowering : public OpConversionPattern<TileOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TileOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    Value input = adaptor.getInput();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+    SmallVector<Value> inputDims;
+    SmallVector<OpFoldResult> sizes;
+    for (auto [dim, size] : llvm::enumerate(inputSizes)) {
+      inputDims.push_back(indexValue(rewriter, loc, size));
+      sizes.push_back(m.mul(inputDims.back(),
+                            extractIndex(rewriter, loc, adaptor.getRepeats(), dim)));
+    }
+    Value result = generate(
+        rewriter, loc, resultType, sizes,
+        [&](OpBuilder &b, Location nestedLoc, ArrayRef<Value> indices) -> Value {
+          SmallVector<Value> source;
+          for (auto [index, size] : llvm::zip(indices, inputDims))
+            source.push_back(b.create<arith::RemUIOp>(nestedLoc, index, size));
+          return b.create<tensor::ExtractOp>(nestedLoc, input, source);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct TriluLowering : public OpConversionPattern<TriluOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TriluOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t rank = type.getRank();
+    int64_t k = op.getK();
+    bool upper = op.getUpper();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, getContext());
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, type, input,
+        emptyTensor(rewriter, loc, type, sizesOf(rewriter, loc, input)),
+        SmallVector<AffineMap>{identity, identity}, iterators,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          IndexMath n{b, nestedLoc};
+          Value row = b.create<linalg::IndexOp>(nestedLoc, rank - 2);
+          Value column = b.create<linalg::IndexOp>(nestedLoc, rank - 1);
+          Value diagonal = n.sub(column, row);
+          // Upper keeps column - row >= k; lower keeps column - row <= k.
+          Value keep = upper ? b.create<arith::CmpIOp>(
+                                   nestedLoc, arith::CmpIPredicate::sge, diagonal, n.c(k))
+                             : b.create<arith::CmpIOp>(
+                                   nestedLoc, arith::CmpIPredicate::sle, diagonal, n.c(k));
+          Value zero = scalarConstant(b, nestedLoc, type.getElementType(), 0);
+          b.create<linalg::YieldOp>(
+              nestedLoc, b.create<arith::SelectOp>(nestedLoc, keep, args[0], zero)
+                             .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+struct RangeLowering : public OpConversionPattern<RangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    auto scalar = [&](Value tensor) {
+      return rewriter.create<tensor::ExtractOp>(loc, tensor, ValueRange{});
+    };
+    Value start = scalar(adaptor.getStart());
+    Value limit = scalar(adaptor.getLimit());
+    Value delta = scalar(adaptor.getDelta());
+    Value count;
+    if (isa<FloatType>(elementType)) {
+      Value steps = rewriter.create<math::CeilOp>(
+          loc, rewriter.create<arith::DivFOp>(
+                   loc, rewriter.create<arith::SubFOp>(loc, limit, start), delta));
+      count = rewriter.create<arith::IndexCastOp>(
+          loc, rewriter.getIndexType(),
+          rewriter.create<arith::FPToSIOp>(loc, rewriter.getI64Type(), steps));
+    } else {
+      auto toIndex = [&](Value v) {
+        return rewriter.create<arith::IndexCastOp>(loc, rewriter.getIndexType(), v);
+      };
+      count = m.ceilDiv(m.sub(toIndex(limit), toIndex(start)),
+                        m.nonZero(toIndex(delta)));
+    }
+    count = m.max(count, m.c(0));
+    OpFoldResult size = resultType.isDynamicDim(0)
+                            ? OpFoldResult(count)
+                            : rewriter.getIndexAttr(resultType.getDimSize(0));
+    Value result = generate(
+        rewriter, loc, resultType, {size},
+        [&](OpBuilder &b, Location nestedLoc, ArrayRef<Value> indices) -> Value {
+          Value step = indexToScalar(b, nestedLoc, indices[0], elementType);
+          if (isa<FloatType>(elementType))
+            return b.create<arith::AddFOp>(
+                nestedLoc, start, b.create<arith::MulFOp>(nestedLoc, step, delta));
+          return b.create<arith::AddIOp>(
+              nestedLoc, start, b.create<arith::MulIOp>(nestedLoc, step, delta));
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ConstantLowering : public OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getType(),
+                                                   cast<TypedAttr>(op.getValue()));
+    return success();
+  }
+};
+
+/// shape_of, dim and size: dimension sizes as i64 tensors.
+Value sizeAsI64(OpBuilder &b, Location loc, OpFoldResult size) {
+  return b.create<arith::IndexCastOp>(loc, b.getI64Type(),
+                                      indexValue(b, loc, size));
+}
+
+struct ShapeOfLowering : public OpConversionPattern<ShapeOfOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ShapeOfOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    SmallVector<Value> elements;
+    for (OpFoldResult size : sizesOf(rewriter, op.getLoc(), adaptor.getInput()))
+      elements.push_back(sizeAsI64(rewriter, op.getLoc(), size));
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, op.getType(), elements);
+    return success();
+  }
+};
+
+struct DimLowering : public OpConversionPattern<DimOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DimOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    OpFoldResult size = sizesOf(rewriter, op.getLoc(), adaptor.getInput())[op.getIndex()];
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(
+        op, op.getType(), sizeAsI64(rewriter, op.getLoc(), size));
+    return success();
+  }
+};
+
+struct SizeLowering : public OpConversionPattern<SizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    IndexMath m{rewriter, op.getLoc()};
+    Value count = m.c(1);
+    for (OpFoldResult size : sizesOf(rewriter, op.getLoc(), adaptor.getInput()))
+      count = m.mul(count, indexValue(rewriter, op.getLoc(), size));
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(
+        op, op.getType(), sizeAsI64(rewriter, op.getLoc(), count));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReshapeLowering, SqueezeLowering, UnsqueezeLowering,
+               TransposeLowering, ConcatLowering, SplitLowering, SliceLowering,
+               GatherLowering, ExpandLowering, TileLowering, TriluLowering,
+               RangeLowering, ConstantLowering, ShapeOfLowering, DimLowering,
+               SizeLowering>(patterns.getContext());
+}
+
+} // namespace kiln

@@ -1,0 +1,253 @@
+//===- Elementwise.cpp - Elementwise kiln ops to linalg.generic -----------===//
+//
+// Every elementwise op becomes one linalg.generic over the result's shape.
+// Broadcasting lives in the operands' indexing maps; the op itself is the
+// scalar body that emitScalar builds.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using lowering::scalarConstant;
+
+Value emitCast(OpBuilder &b, Location loc, Value x, Type to) {
+  Type from = x.getType();
+  if (from == to)
+    return x;
+  bool fromFloat = isa<FloatType>(from), toFloat = isa<FloatType>(to);
+  if (to.isInteger(1)) {
+    Value zero = scalarConstant(b, loc, from, 0);
+    if (fromFloat)
+      return b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNE, x, zero);
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne, x, zero);
+  }
+  if (fromFloat && toFloat) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return b.create<arith::ExtFOp>(loc, to, x);
+    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      return b.create<arith::TruncFOp>(loc, to, x);
+    // f16 <-> bf16: through f32.
+    Value wide = b.create<arith::ExtFOp>(loc, b.getF32Type(), x);
+    return b.create<arith::TruncFOp>(loc, to, wide);
+  }
+  if (fromFloat)
+    return b.create<arith::FPToSIOp>(loc, to, x);
+  // From here the source is an integer; i1 is unsigned (true is 1).
+  bool fromBool = from.isInteger(1);
+  if (toFloat)
+    return fromBool ? b.create<arith::UIToFPOp>(loc, to, x).getResult()
+                    : b.create<arith::SIToFPOp>(loc, to, x).getResult();
+  if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    return b.create<arith::TruncIOp>(loc, to, x);
+  return fromBool ? b.create<arith::ExtUIOp>(loc, to, x).getResult()
+                  : b.create<arith::ExtSIOp>(loc, to, x).getResult();
+}
+
+Value emitSigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = scalarConstant(b, loc, x.getType(), 1.0);
+  Value negated = b.create<arith::NegFOp>(loc, x);
+  Value denominator =
+      b.create<arith::AddFOp>(loc, one, b.create<math::ExpOp>(loc, negated));
+  return b.create<arith::DivFOp>(loc, one, denominator);
+}
+
+Value emitGelu(OpBuilder &b, Location loc, Value x, bool tanhApproximation) {
+  Type type = x.getType();
+  Value half = scalarConstant(b, loc, type, 0.5);
+  Value one = scalarConstant(b, loc, type, 1.0);
+  Value inner;
+  if (tanhApproximation) {
+    Value cube = b.create<arith::MulFOp>(loc, x, b.create<arith::MulFOp>(loc, x, x));
+    Value cubic = b.create<arith::AddFOp>(
+        loc, x,
+        b.create<arith::MulFOp>(loc, scalarConstant(b, loc, type, 0.044715), cube));
+    Value scaled = b.create<arith::MulFOp>(
+        loc, scalarConstant(b, loc, type, std::sqrt(2.0 / M_PI)), cubic);
+    inner = b.create<math::TanhOp>(loc, scaled);
+  } else {
+    Value scaled =
+        b.create<arith::MulFOp>(loc, x, scalarConstant(b, loc, type, M_SQRT1_2));
+    inner = b.create<math::ErfOp>(loc, scaled);
+  }
+  Value halfX = b.create<arith::MulFOp>(loc, half, x);
+  return b.create<arith::MulFOp>(loc, halfX,
+                                 b.create<arith::AddFOp>(loc, one, inner));
+}
+
+Value emitCompare(OpBuilder &b, Location loc, ComparePredicate predicate,
+                  Value lhs, Value rhs) {
+  if (isa<FloatType>(lhs.getType())) {
+    arith::CmpFPredicate p;
+    switch (predicate) {
+    case ComparePredicate::eq: p = arith::CmpFPredicate::OEQ; break;
+    case ComparePredicate::ne: p = arith::CmpFPredicate::UNE; break;
+    case ComparePredicate::lt: p = arith::CmpFPredicate::OLT; break;
+    case ComparePredicate::le: p = arith::CmpFPredicate::OLE; break;
+    case ComparePredicate::gt: p = arith::CmpFPredicate::OGT; break;
+    case ComparePredicate::ge: p = arith::CmpFPredicate::OGE; break;
+    }
+    return b.create<arith::CmpFOp>(loc, p, lhs, rhs);
+  }
+  // i1 compares as unsigned (false < true); the other integers are signed.
+  bool isBool = lhs.getType().isInteger(1);
+  arith::CmpIPredicate p;
+  switch (predicate) {
+  case ComparePredicate::eq: p = arith::CmpIPredicate::eq; break;
+  case ComparePredicate::ne: p = arith::CmpIPredicate::ne; break;
+  case ComparePredicate::lt: p = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
+  case ComparePredicate::le: p = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
+  case ComparePredicate::gt: p = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
+  case ComparePredicate::ge: p = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  }
+  return b.create<arith::CmpIOp>(loc, p, lhs, rhs);
+}
+
+/// Builds `T` for float operands and `I` for integer ones.
+template <typename F, typename I>
+Value floatOrInt(OpBuilder &b, Location loc, ValueRange args) {
+  if (isa<FloatType>(args[0].getType()))
+    return b.create<F>(loc, args);
+  return b.create<I>(loc, args);
+}
+
+/// The scalar computation of elementwise op `op` on one element of each
+/// operand; `resultType` is the result's element type.
+Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
+                 Type resultType) {
+  Value x = args[0];
+  Type type = x.getType();
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](NegOp) -> Value {
+        if (isa<FloatType>(type))
+          return b.create<arith::NegFOp>(loc, x);
+        return b.create<arith::SubIOp>(loc, scalarConstant(b, loc, type, 0), x);
+      })
+      .Case([&](AbsOp) { return floatOrInt<math::AbsFOp, math::AbsIOp>(b, loc, x); })
+      .Case([&](ReluOp) -> Value {
+        Value zero = scalarConstant(b, loc, type, 0);
+        if (isa<FloatType>(type))
+          return b.create<arith::MaximumFOp>(loc, x, zero);
+        return b.create<arith::MaxSIOp>(loc, x, zero);
+      })
+      .Case([&](ExpOp) { return b.create<math::ExpOp>(loc, x); })
+      .Case([&](LogOp) { return b.create<math::LogOp>(loc, x); })
+      .Case([&](SqrtOp) { return b.create<math::SqrtOp>(loc, x); })
+      .Case([&](RsqrtOp) { return b.create<math::RsqrtOp>(loc, x); })
+      .Case([&](ReciprocalOp) {
+        return b.create<arith::DivFOp>(loc, scalarConstant(b, loc, type, 1.0), x);
+      })
+      .Case([&](ErfOp) { return b.create<math::ErfOp>(loc, x); })
+      .Case([&](TanhOp) { return b.create<math::TanhOp>(loc, x); })
+      .Case([&](SigmoidOp) { return emitSigmoid(b, loc, x); })
+      .Case([&](SiluOp) {
+        return b.create<arith::MulFOp>(loc, x, emitSigmoid(b, loc, x));
+      })
+      .Case([&](CosOp) { return b.create<math::CosOp>(loc, x); })
+      .Case([&](SinOp) { return b.create<math::SinOp>(loc, x); })
+      .Case([&](NotOp) {
+        return b.create<arith::XOrIOp>(loc, x, b.create<arith::ConstantOp>(
+                                                   loc, b.getBoolAttr(true)));
+      })
+      .Case([&](GeluOp gelu) {
+        return emitGelu(b, loc, x, gelu.getTanhApproximation());
+      })
+      .Case([&](AddOp) { return floatOrInt<arith::AddFOp, arith::AddIOp>(b, loc, args); })
+      .Case([&](SubOp) { return floatOrInt<arith::SubFOp, arith::SubIOp>(b, loc, args); })
+      .Case([&](MulOp) { return floatOrInt<arith::MulFOp, arith::MulIOp>(b, loc, args); })
+      .Case([&](DivOp) { return floatOrInt<arith::DivFOp, arith::DivSIOp>(b, loc, args); })
+      .Case([&](PowOp) { return floatOrInt<math::PowFOp, math::IPowIOp>(b, loc, args); })
+      .Case([&](MaxOp) { return floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(b, loc, args); })
+      .Case([&](MinOp) { return floatOrInt<arith::MinimumFOp, arith::MinSIOp>(b, loc, args); })
+      .Case([&](AndOp) { return b.create<arith::AndIOp>(loc, args); })
+      .Case([&](OrOp) { return b.create<arith::OrIOp>(loc, args); })
+      .Case([&](XorOp) { return b.create<arith::XOrIOp>(loc, args); })
+      .Case([&](CompareOp compare) {
+        return emitCompare(b, loc, compare.getPredicate(), args[0], args[1]);
+      })
+      .Case([&](WhereOp) {
+        return b.create<arith::SelectOp>(loc, args[0], args[1], args[2]);
+      })
+      .Case([&](ClampOp clamp) {
+        Value result = x;
+        unsigned next = 1;
+        if (clamp.getMin())
+          result = floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(
+              b, loc, {result, args[next++]});
+        if (clamp.getMax())
+          result = floatOrInt<arith::MinimumFOp, arith::MinSIOp>(
+              b, loc, {result, args[next]});
+        return result;
+      })
+      .Case([&](CastOp) { return emitCast(b, loc, x, resultType); });
+}
+
+/// Lowers any op that emitScalar knows into one broadcasting linalg.generic.
+struct ElementwiseLowering : public ConversionPattern {
+  ElementwiseLowering(StringRef opName, MLIRContext *ctx)
+      : ConversionPattern(opName, /*benefit=*/1, ctx) {}
+
+  LogicalResult
+  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op->getLoc();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    int64_t rank = resultType.getRank();
+    SmallVector<AffineMap> maps;
+    for (Value operand : operands)
+      maps.push_back(lowering::broadcastMap(
+          cast<RankedTensorType>(operand.getType()), resultType));
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, getContext()));
+    SmallVector<OpFoldResult> sizes =
+        lowering::broadcastSizes(rewriter, loc, resultType, operands);
+    Value init = lowering::emptyTensor(rewriter, loc, resultType, sizes);
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Type elementType = resultType.getElementType();
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, resultType, operands, init, maps, iterators,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          Value result =
+              emitScalar(op, b, nestedLoc, args.drop_back(), elementType);
+          b.create<linalg::YieldOp>(nestedLoc, result);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  for (StringRef name : {
+           NegOp::getOperationName(), AbsOp::getOperationName(),
+           ReluOp::getOperationName(), ExpOp::getOperationName(),
+           LogOp::getOperationName(), SqrtOp::getOperationName(),
+           RsqrtOp::getOperationName(), ReciprocalOp::getOperationName(),
+           ErfOp::getOperationName(), TanhOp::getOperationName(),
+           SigmoidOp::getOperationName(), SiluOp::getOperationName(),
+           CosOp::getOperationName(), SinOp::getOperationName(),
+           NotOp::getOperationName(), GeluOp::getOperationName(),
+           AddOp::getOperationName(), SubOp::getOperationName(),
+           MulOp::getOperationName(), DivOp::getOperationName(),
+           PowOp::getOperationName(), MaxOp::getOperationName(),
+           MinOp::getOperationName(), AndOp::getOperationName(),
+           OrOp::getOperationName(), XorOp::getOperationName(),
+           CompareOp::getOperationName(), WhereOp::getOperationName(),
+           ClampOp::getOperationName(), CastOp::getOperationName()})
+    patterns.add<ElementwiseLowering>(name, ctx);
+}
+
+} // namespace kiln

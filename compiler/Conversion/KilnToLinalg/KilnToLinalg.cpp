@@ -1,0 +1,40 @@
+//===- KilnToLinalg.cpp - The kiln-convert-to-linalg pass -----------------===//
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "compiler/Conversion/Passes.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNTOLINALG
+#include "compiler/Conversion/Passes.h.inc"
+
+namespace {
+
+struct ConvertKilnToLinalgPass
+    : public impl::ConvertKilnToLinalgBase<ConvertKilnToLinalgPass> {
+  void runOnOperation() override {
+    mlir::MLIRContext *ctx = &getContext();
+    mlir::ConversionTarget target(*ctx);
+    target.addLegalDialect<mlir::arith::ArithDialect, mlir::linalg::LinalgDialect,
+                           mlir::math::MathDialect, mlir::tensor::TensorDialect,
+                           mlir::func::FuncDialect>();
+    target.addIllegalDialect<KilnDialect>();
+
+    mlir::RewritePatternSet patterns(ctx);
+    populateElementwiseLoweringPatterns(patterns);
+    populateMatMulLoweringPatterns(patterns);
+    populateReductionLoweringPatterns(patterns);
+    populateDataMovementLoweringPatterns(patterns);
+    if (mlir::failed(mlir::applyFullConversion(getOperation(), target,
+                                               std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,167 @@
+//===- MatMul.cpp - kiln.matmul to linalg.matmul / batch_matmul -----------===//
+//
+// A product with a 2-D right operand (a weight) folds the left operand's batch
+// dimensions into M and becomes one linalg.matmul. Otherwise both operands are
+// broadcast to the result's batch dimensions, the batch is flattened, and it
+// becomes a linalg.batch_matmul. The CPU backend replaces both with calls to
+// the runtime's GEMM microkernel after bufferization.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using namespace lowering;
+
+/// The product of `sizes` as one size.
+OpFoldResult multiplySizes(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes) {
+  int64_t staticProduct = 1;
+  Value dynamicProduct;
+  for (OpFoldResult size : sizes) {
+    if (std::optional<int64_t> constant = getConstantIntValue(size)) {
+      staticProduct *= *constant;
+      continue;
+    }
+    Value value = cast<Value>(size);
+    dynamicProduct = dynamicProduct
+                         ? b.create<arith::MulIOp>(loc, dynamicProduct, value).getResult()
+                         : value;
+  }
+  if (!dynamicProduct)
+    return b.getIndexAttr(staticProduct);
+  if (staticProduct == 1)
+    return dynamicProduct;
+  return b.create<arith::MulIOp>(
+                 loc, dynamicProduct,
+                 b.create<arith::ConstantIndexOp>(loc, staticProduct))
+      .getResult();
+}
+
+/// A static size, or ShapedType::kDynamic.
+int64_t staticSize(OpFoldResult size) {
+  return getConstantIntValue(size).value_or(ShapedType::kDynamic);
+}
+
+RankedTensorType tensorType(ArrayRef<OpFoldResult> sizes, Type elementType) {
+  return RankedTensorType::get(llvm::map_to_vector(sizes, staticSize),
+                               elementType);
+}
+
+Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+                 Type elementType) {
+  Value zero = scalarConstant(b, loc, elementType, 0);
+  Value empty = emptyTensor(b, loc, tensorType(sizes, elementType), sizes);
+  return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
+}
+
+struct MatMulLowering : public OpConversionPattern<MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lhsType = cast<RankedTensorType>(lhs.getType());
+    auto rhsType = cast<RankedTensorType>(rhs.getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    bool transposeB = op.getTransposeB();
+    int64_t rank = resultType.getRank();
+
+    SmallVector<OpFoldResult> lhsSizes = sizesOf(rewriter, loc, lhs);
+    SmallVector<OpFoldResult> rhsSizes = sizesOf(rewriter, loc, rhs);
+    OpFoldResult m = lhsSizes[lhsType.getRank() - 2];
+    OpFoldResult k = lhsSizes.back();
+    OpFoldResult n = transposeB ? rhsSizes[rhsType.getRank() - 2] : rhsSizes.back();
+
+    if (rhsType.getRank() == 2) {
+      SmallVector<OpFoldResult> batch(lhsSizes.begin(), lhsSizes.end() - 2);
+      batch.push_back(m);
+      OpFoldResult rows = multiplySizes(rewriter, loc, batch);
+      Value flatLhs = reshapeTo(rewriter, loc, lhs,
+                                tensorType({rows, k}, elementType), {rows, k});
+      Value init = zeroFilled(rewriter, loc, {rows, n}, elementType);
+      Type flatType = init.getType();
+      Value product =
+          transposeB ? rewriter
+                           .create<linalg::MatmulTransposeBOp>(
+                               loc, flatType, ValueRange{flatLhs, rhs}, init)
+                           .getResult(0)
+                     : rewriter
+                           .create<linalg::MatmulOp>(
+                               loc, flatType, ValueRange{flatLhs, rhs}, init)
+                           .getResult(0);
+      SmallVector<OpFoldResult> resultSizes(lhsSizes.begin(), lhsSizes.end() - 1);
+      resultSizes.push_back(n);
+      rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, resultType,
+                                       resultSizes));
+      return success();
+    }
+
+    // The result's batch sizes, broadcast from the operands'.
+    SmallVector<OpFoldResult> batch;
+    for (int64_t dim = 0; dim < rank - 2; ++dim) {
+      if (!resultType.isDynamicDim(dim)) {
+        batch.push_back(rewriter.getIndexAttr(resultType.getDimSize(dim)));
+        continue;
+      }
+      SmallVector<OpFoldResult> operandSizes;
+      for (auto [type, sizes] : {std::make_pair(lhsType, &lhsSizes),
+                                 std::make_pair(rhsType, &rhsSizes)}) {
+        int64_t operandDim = dim - (rank - type.getRank());
+        if (operandDim >= 0)
+          operandSizes.push_back((*sizes)[operandDim]);
+      }
+      batch.push_back(broadcastDim(rewriter, loc, operandSizes));
+    }
+    auto flatten = [&](Value operand, ArrayRef<OpFoldResult> operandSizes) {
+      SmallVector<OpFoldResult> sizes = batch;
+      sizes.append(operandSizes.end() - 2, operandSizes.end());
+      Value broadcast = broadcastTo(rewriter, loc, operand,
+                                    tensorType(sizes, elementType), sizes);
+      OpFoldResult batchSize = multiplySizes(rewriter, loc, batch);
+      SmallVector<OpFoldResult> flatSizes = {batchSize, sizes[rank - 2],
+                                             sizes[rank - 1]};
+      return reshapeTo(rewriter, loc, broadcast,
+                       tensorType(flatSizes, elementType), flatSizes);
+    };
+    Value flatLhs = flatten(lhs, lhsSizes);
+    Value flatRhs = flatten(rhs, rhsSizes);
+    OpFoldResult batchSize = multiplySizes(rewriter, loc, batch);
+    Value init = zeroFilled(rewriter, loc, {batchSize, m, n}, elementType);
+    Type flatType = init.getType();
+    Value product =
+        transposeB ? rewriter
+                         .create<linalg::BatchMatmulTransposeBOp>(
+                             loc, flatType, ValueRange{flatLhs, flatRhs}, init)
+                         .getResult(0)
+                   : rewriter
+                         .create<linalg::BatchMatmulOp>(
+                             loc, flatType, ValueRange{flatLhs, flatRhs}, init)
+                         .getResult(0);
+    SmallVector<OpFoldResult> resultSizes = batch;
+    resultSizes.push_back(m);
+    resultSizes.push_back(n);
+    rewriter.replaceOp(op,
+                       reshapeTo(rewriter, loc, product, resultType, resultSizes));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateMatMulLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatMulLowering>(patterns.getContext());
+}
+
+} // namespace kiln

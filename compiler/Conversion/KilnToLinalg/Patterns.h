@@ -1,0 +1,91 @@
+//===- Patterns.h - kiln to linalg lowering patterns ------------*- C++ -*-===//
+//
+// The patterns of kiln-convert-to-linalg, one group per op category, and the
+// helpers they share (sizes, broadcasting maps, reshapes, reductions).
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
+#define KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+
+/// Unary, binary, compare, where, clamp, cast and gelu.
+void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// matmul.
+void populateMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// reduce_*, plus the decompositions of softmax, log_softmax and the norms
+/// into kiln ops.
+void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// Shape and data movement: reshape, transpose, squeeze, unsqueeze, concat,
+/// split, slice, gather, expand, tile, trilu, range, constant, shape_of, dim,
+/// size.
+void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+namespace lowering {
+
+using ReduceFn = llvm::function_ref<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::Value acc, mlir::Value x)>;
+
+/// The sizes of every dimension of `tensor`: attributes for static ones,
+/// tensor.dim values for dynamic ones.
+llvm::SmallVector<mlir::OpFoldResult> sizesOf(mlir::OpBuilder &b,
+                                              mlir::Location loc,
+                                              mlir::Value tensor);
+/// A tensor.empty of `type` whose dynamic sizes come from `sizes` (one per
+/// dimension).
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::RankedTensorType type,
+                        llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// The size of one broadcast dimension from the operands' sizes there: a
+/// static size other than 1 if there is one, else the largest dynamic size,
+/// else 1.
+mlir::OpFoldResult broadcastDim(mlir::OpBuilder &b, mlir::Location loc,
+                                llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// The sizes of `resultType` when it is the NumPy broadcast of `operands`;
+/// each dynamic one is the broadcastDim of the operands' sizes.
+llvm::SmallVector<mlir::OpFoldResult>
+broadcastSizes(mlir::OpBuilder &b, mlir::Location loc,
+               mlir::RankedTensorType resultType, mlir::ValueRange operands);
+/// The indexing map that reads `operandType` broadcast to `resultRank`
+/// dimensions: aligned on the right, a static size-1 dimension reads index 0
+/// unless the result dimension is also static 1.
+mlir::AffineMap broadcastMap(mlir::RankedTensorType operandType,
+                             mlir::RankedTensorType resultType);
+/// Copies `input` broadcast to `resultType` (sizes `sizes`).
+mlir::Value broadcastTo(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value input, mlir::RankedTensorType resultType,
+                        llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// Element `i` of a 1-D i64 tensor as an index value.
+mlir::Value extractIndex(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value tensor, int64_t i);
+/// The elements of `input` in row-major order with the shape `sizes`, typed
+/// `resultType`. A view where bufferization can make one.
+mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                      mlir::RankedTensorType resultType,
+                      llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// A scalar constant of `type` (float or integer) holding `value`.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+/// The lowest value of `type`: -inf for floats, the minimum for integers.
+mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
+/// Reduces the `axes` of `input` (sorted) with `combine`, starting from
+/// `init`; the reduced axes are dropped, or kept as size 1 when `resultType`
+/// keeps them.
+mlir::Value reduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                   llvm::ArrayRef<int64_t> axes, mlir::Value init,
+                   mlir::RankedTensorType resultType, ReduceFn combine);
+/// `value` (an index) as a scalar of `type`.
+mlir::Value indexToScalar(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, mlir::Type type);
+/// A (possibly dynamic) tensor cast of `value` to `type` when they differ.
+mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                   mlir::RankedTensorType type);
+
+} // namespace lowering
+} // namespace kiln
+
+#endif // KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H

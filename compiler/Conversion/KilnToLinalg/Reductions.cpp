@@ -1,0 +1,219 @@
+//===- Reductions.cpp - Reductions, softmax and normalizations ------------===//
+//
+// reduce_sum/mean/max become reducing linalg.generics. Softmax, log_softmax,
+// layer_norm and rms_norm are decomposed into kiln reductions and elementwise
+// ops, which the conversion then lowers in turn; the elementwise fusion that
+// follows the lowering merges the pieces back into few loops.
+//
+//===----------------------------------------------------------------------===//
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+using namespace lowering;
+
+// Float reductions may be reassociated, which lets them vectorize; the order
+// of a sum is no more exact one way than another.
+Value emitAdd(OpBuilder &b, Location loc, Value acc, Value x) {
+  if (isa<FloatType>(x.getType()))
+    return b.create<arith::AddFOp>(loc, acc, x, arith::FastMathFlags::reassoc);
+  return b.create<arith::AddIOp>(loc, acc, x);
+}
+
+Value emitMax(OpBuilder &b, Location loc, Value acc, Value x) {
+  if (isa<FloatType>(x.getType()))
+    return b.create<arith::MaximumFOp>(loc, acc, x, arith::FastMathFlags::reassoc);
+  return b.create<arith::MaxSIOp>(loc, acc, x);
+}
+
+template <typename ReduceOpTy>
+struct ReduceLowering : public OpConversionPattern<ReduceOpTy> {
+  using OpConversionPattern<ReduceOpTy>::OpConversionPattern;
+  using OpAdaptor = typename ReduceOpTy::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(ReduceOpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    ArrayRef<int64_t> axes = op.getAxes();
+    constexpr bool isMax = std::is_same_v<ReduceOpTy, ReduceMaxOp>;
+    Value init = isMax ? lowestValue(rewriter, loc, elementType)
+                       : scalarConstant(rewriter, loc, elementType, 0);
+    Value result = reduce(rewriter, loc, input, axes, init, resultType,
+                          isMax ? emitMax : emitAdd);
+    if constexpr (std::is_same_v<ReduceOpTy, ReduceMeanOp>)
+      result = divideByCount(rewriter, loc, input, axes, result);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+
+  /// Divides every element of `sum` by the number of elements reduced.
+  static Value divideByCount(OpBuilder &b, Location loc, Value input,
+                             ArrayRef<int64_t> axes, Value sum) {
+    Value count = b.create<arith::ConstantIndexOp>(loc, 1);
+    for (int64_t axis : axes)
+      count = b.create<arith::MulIOp>(loc, count,
+                                      b.create<tensor::DimOp>(loc, input, axis));
+    auto type = cast<RankedTensorType>(sum.getType());
+    Value divisor = indexToScalar(b, loc, count, type.getElementType());
+    int64_t rank = type.getRank();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    // The quotient goes to a new tensor: a generic that updated its own init
+    // in place would be re-run per element once fused into a broadcast.
+    Value init = emptyTensor(b, loc, type, sizesOf(b, loc, sum));
+    return b
+        .create<linalg::GenericOp>(
+            loc, type, sum, init, SmallVector<AffineMap>{identity, identity},
+            iterators,
+            [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+              Value quotient =
+                  isa<FloatType>(divisor.getType())
+                      ? nested.create<arith::DivFOp>(nestedLoc, args[0], divisor)
+                            .getResult()
+                      : nested.create<arith::DivSIOp>(nestedLoc, args[0], divisor)
+                            .getResult();
+              nested.create<linalg::YieldOp>(nestedLoc, quotient);
+            })
+        .getResult(0);
+  }
+};
+
+/// Builds kiln ops that stand for a normalization or softmax.
+class KilnBuilder {
+public:
+  KilnBuilder(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes)
+      : b(b), loc(loc), axes(axes) {
+    type = cast<RankedTensorType>(input.getType());
+    SmallVector<int64_t> keptShape(type.getShape());
+    for (int64_t axis : axes)
+      keptShape[axis] = 1;
+    keptType = RankedTensorType::get(keptShape, type.getElementType());
+  }
+
+  /// A reduction over the axes, keeping them as size-1 dimensions.
+  template <typename ReduceOpTy> Value reduce(Value x) {
+    return b.create<ReduceOpTy>(loc, keptType, x, b.getDenseI64ArrayAttr(axes),
+                                b.getBoolAttr(true));
+  }
+  /// An elementwise binary op whose result has the input's type.
+  template <typename OpTy> Value binary(Value lhs, Value rhs) {
+    return b.create<OpTy>(loc, broadcastType(lhs, rhs), lhs, rhs);
+  }
+  template <typename OpTy> Value unary(Value x) {
+    return b.create<OpTy>(loc, x.getType(), x);
+  }
+  Value scalar(double value) {
+    auto scalarType = RankedTensorType::get({}, type.getElementType());
+    auto attr = DenseElementsAttr::get(
+        scalarType, b.getFloatAttr(type.getElementType(), value));
+    return b.create<ConstantOp>(loc, scalarType, attr);
+  }
+
+private:
+  Type broadcastType(Value lhs, Value rhs) {
+    // Every broadcast here is of a kept-dims or scale tensor against the
+    // input's own shape, except the kept-dims epsilon adds.
+    auto lhsType = cast<RankedTensorType>(lhs.getType());
+    auto rhsType = cast<RankedTensorType>(rhs.getType());
+    if (lhsType == type || rhsType == type)
+      return type;
+    return lhsType.getRank() >= rhsType.getRank() ? lhsType : rhsType;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  ArrayRef<int64_t> axes;
+  RankedTensorType type, keptType;
+};
+
+SmallVector<int64_t> trailingAxes(Value input, int64_t axis) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  return llvm::to_vector(llvm::seq<int64_t>(axis, rank));
+}
+
+template <typename SoftmaxOpTy>
+struct SoftmaxDecomposition : public OpConversionPattern<SoftmaxOpTy> {
+  using OpConversionPattern<SoftmaxOpTy>::OpConversionPattern;
+  using OpAdaptor = typename SoftmaxOpTy::Adaptor;
+
+  LogicalResult
+  matchAndRewrite(SoftmaxOpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getInput();
+    SmallVector<int64_t> axes = {static_cast<int64_t>(op.getAxis())};
+    KilnBuilder k(rewriter, op.getLoc(), x, axes);
+    // Subtracting the maximum keeps exp from overflowing.
+    Value shifted = k.binary<SubOp>(x, k.reduce<ReduceMaxOp>(x));
+    Value exp = k.unary<ExpOp>(shifted);
+    Value sum = k.reduce<ReduceSumOp>(exp);
+    if constexpr (std::is_same_v<SoftmaxOpTy, SoftmaxOp>)
+      rewriter.replaceOp(op, k.binary<DivOp>(exp, sum));
+    else
+      rewriter.replaceOp(op, k.binary<SubOp>(shifted, k.unary<LogOp>(sum)));
+    return success();
+  }
+};
+
+struct LayerNormDecomposition : public OpConversionPattern<LayerNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getInput();
+    SmallVector<int64_t> axes = trailingAxes(x, op.getAxis());
+    KilnBuilder k(rewriter, op.getLoc(), x, axes);
+    Value centered = k.binary<SubOp>(x, k.reduce<ReduceMeanOp>(x));
+    Value variance = k.reduce<ReduceMeanOp>(k.binary<MulOp>(centered, centered));
+    Value epsilon = k.scalar(op.getEpsilon().convertToDouble());
+    Value inverse = k.unary<RsqrtOp>(k.binary<AddOp>(variance, epsilon));
+    Value y = k.binary<MulOp>(k.binary<MulOp>(centered, inverse), adaptor.getScale());
+    if (Value bias = adaptor.getBias())
+      y = k.binary<AddOp>(y, bias);
+    rewriter.replaceOp(op, y);
+    return success();
+  }
+};
+
+struct RmsNormDecomposition : public OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value x = adaptor.getInput();
+    SmallVector<int64_t> axes = trailingAxes(x, op.getAxis());
+    KilnBuilder k(rewriter, op.getLoc(), x, axes);
+    Value meanSquare = k.reduce<ReduceMeanOp>(k.binary<MulOp>(x, x));
+    Value epsilon = k.scalar(op.getEpsilon().convertToDouble());
+    Value inverse = k.unary<RsqrtOp>(k.binary<AddOp>(meanSquare, epsilon));
+    rewriter.replaceOp(
+        op, k.binary<MulOp>(k.binary<MulOp>(x, inverse), adaptor.getScale()));
+    return success();
+  }
+};
+
+} // namespace
+
+void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
+               ReduceLowering<ReduceMaxOp>, SoftmaxDecomposition<SoftmaxOp>,
+               SoftmaxDecomposition<LogSoftmaxOp>, LayerNormDecomposition,
+               RmsNormDecomposition>(patterns.getContext());
+}
+
+} // namespace kiln

@@ -1,0 +1,198 @@
+//===- Utils.cpp - Helpers shared by the kiln to linalg patterns ----------===//
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kiln::lowering {
+
+SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value tensor) {
+  return tensor::getMixedSizes(b, loc, tensor);
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ArrayRef<OpFoldResult> sizes) {
+  SmallVector<Value> dynamicSizes;
+  for (auto [dim, size] : llvm::enumerate(sizes))
+    if (type.isDynamicDim(dim))
+      dynamicSizes.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+  return b.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType(),
+                                   dynamicSizes);
+}
+
+OpFoldResult broadcastDim(OpBuilder &b, Location loc,
+                          ArrayRef<OpFoldResult> sizes) {
+  Value largest;
+  for (OpFoldResult size : sizes) {
+    if (std::optional<int64_t> constant = getConstantIntValue(size)) {
+      if (*constant != 1)
+        return size;
+      continue;
+    }
+    Value value = cast<Value>(size);
+    largest = largest ? b.create<arith::MaxUIOp>(loc, largest, value).getResult()
+                      : value;
+  }
+  return largest ? OpFoldResult(largest) : b.getIndexAttr(1);
+}
+
+SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
+                                         RankedTensorType resultType,
+                                         ValueRange operands) {
+  int64_t rank = resultType.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    if (!resultType.isDynamicDim(dim)) {
+      sizes.push_back(b.getIndexAttr(resultType.getDimSize(dim)));
+      continue;
+    }
+    SmallVector<OpFoldResult> operandSizes;
+    for (Value operand : operands) {
+      auto type = cast<RankedTensorType>(operand.getType());
+      int64_t operandDim = dim - (rank - type.getRank());
+      if (operandDim >= 0)
+        operandSizes.push_back(tensor::getMixedSize(b, loc, operand, operandDim));
+    }
+    sizes.push_back(broadcastDim(b, loc, operandSizes));
+  }
+  return sizes;
+}
+
+AffineMap broadcastMap(RankedTensorType operandType,
+                       RankedTensorType resultType) {
+  MLIRContext *ctx = resultType.getContext();
+  int64_t rank = resultType.getRank();
+  int64_t offset = rank - operandType.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t dim = 0; dim < operandType.getRank(); ++dim) {
+    bool stretches = operandType.getDimSize(dim) == 1 &&
+                     resultType.getDimSize(dim + offset) != 1;
+    exprs.push_back(stretches ? getAffineConstantExpr(0, ctx)
+                              : getAffineDimExpr(dim + offset, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+Value broadcastTo(OpBuilder &b, Location loc, Value input,
+                  RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  if (inputType == resultType)
+    return input;
+  int64_t rank = resultType.getRank();
+  SmallVector<AffineMap> maps = {
+      broadcastMap(inputType, resultType),
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return b
+      .create<linalg::GenericOp>(
+          loc, resultType, input, emptyTensor(b, loc, resultType, sizes), maps,
+          iterators,
+          [](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+            nested.create<linalg::YieldOp>(nestedLoc, args[0]);
+          })
+      .getResult(0);
+}
+
+Value extractIndex(OpBuilder &b, Location loc, Value tensor, int64_t i) {
+  Value index = b.create<arith::ConstantIndexOp>(loc, i);
+  Value element = b.create<tensor::ExtractOp>(loc, tensor, index);
+  return b.create<arith::IndexCastOp>(loc, b.getIndexType(), element);
+}
+
+Value reshapeTo(OpBuilder &b, Location loc, Value input,
+                RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
+  if (input.getType() == resultType && resultType.hasStaticShape())
+    return input;
+  SmallVector<Value> shape;
+  for (OpFoldResult size : sizes)
+    shape.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+  auto shapeType =
+      RankedTensorType::get({(int64_t)shape.size()}, b.getIndexType());
+  Value shapeTensor = b.create<tensor::FromElementsOp>(loc, shapeType, shape);
+  return b.create<tensor::ReshapeOp>(loc, resultType, input, shapeTensor);
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return b.create<arith::ConstantOp>(loc, b.getFloatAttr(floatType, value));
+  return b.create<arith::ConstantOp>(
+      loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+Value lowestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return b.create<arith::ConstantOp>(
+        loc, b.getFloatAttr(floatType, -std::numeric_limits<double>::infinity()));
+  unsigned width = type.getIntOrFloatBitWidth();
+  return b.create<arith::ConstantOp>(
+      loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
+}
+
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+             Value init, RankedTensorType resultType, ReduceFn combine) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  int64_t rank = inputType.getRank();
+  SmallVector<OpFoldResult> inputSizes = sizesOf(b, loc, input);
+  SmallVector<OpFoldResult> reducedSizes;
+  SmallVector<int64_t> reducedShape;
+  SmallVector<AffineExpr> outputExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    if (llvm::is_contained(axes, dim)) {
+      iterators.push_back(utils::IteratorType::reduction);
+      continue;
+    }
+    iterators.push_back(utils::IteratorType::parallel);
+    outputExprs.push_back(b.getAffineDimExpr(dim));
+    reducedSizes.push_back(inputSizes[dim]);
+    reducedShape.push_back(inputType.getDimSize(dim));
+  }
+  auto reducedType =
+      RankedTensorType::get(reducedShape, inputType.getElementType());
+  Value accumulator = b.create<linalg::FillOp>(
+                           loc, init, emptyTensor(b, loc, reducedType, reducedSizes))
+                          .getResult(0);
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext()),
+      AffineMap::get(rank, 0, outputExprs, b.getContext())};
+  Value reduced =
+      b.create<linalg::GenericOp>(
+           loc, reducedType, input, accumulator, maps, iterators,
+           [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+             nested.create<linalg::YieldOp>(
+                 nestedLoc, combine(nested, nestedLoc, args[1], args[0]));
+           })
+          .getResult(0);
+  if (resultType.getRank() == reducedType.getRank())
+    return castTo(b, loc, reduced, resultType);
+  // keep_dims: the reduced axes come back as size-1 dimensions.
+  SmallVector<OpFoldResult> keptSizes;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    keptSizes.push_back(llvm::is_contained(axes, dim) ? b.getIndexAttr(1)
+                                                      : inputSizes[dim]);
+  return reshapeTo(b, loc, reduced, resultType, keptSizes);
+}
+
+Value indexToScalar(OpBuilder &b, Location loc, Value value, Type type) {
+  Value asInt = b.create<arith::IndexCastOp>(loc, b.getI64Type(), value);
+  if (isa<FloatType>(type))
+    return b.create<arith::SIToFPOp>(loc, type, asInt);
+  if (type.getIntOrFloatBitWidth() < 64)
+    return b.create<arith::TruncIOp>(loc, type, asInt);
+  return asInt;
+}
+
+Value castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  if (value.getType() == type)
+    return value;
+  return b.create<tensor::CastOp>(loc, type, value);
+}
+
+} // namespace kiln::lowering

@@ -1,0 +1,38 @@
+//===- Passes.td - Kiln conversion passes ------------------*- tablegen -*-===//
+#ifndef KILN_COMPILER_CONVERSION_PASSES_TD
+#define KILN_COMPILER_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "Lowers every kiln op to linalg, tensor, arith and math";
+  let description = [{
+    The target-independent lowering that every backend shares: elementwise
+    ops become `linalg.generic` with NumPy broadcasting in the indexing maps,
+    matrix products become `linalg.matmul` / `linalg.batch_matmul` (the CPU
+    backend later swaps them for microkernel calls), reductions become
+    reducing `linalg.generic`s, and data movement becomes `tensor` ops.
+    Normalizations and softmax are first decomposed into kiln ops.
+
+    Dynamic sizes are read from the operands at run time (`tensor.dim`). A
+    dynamic dimension is assumed not to broadcast: it must equal the other
+    operands' sizes, as the ONNX exports guarantee for `batch` and `sequence`.
+
+    Example:
+
+    ```mlir
+    %z = kiln.add %x, %b : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+    // becomes
+    %z = linalg.generic {indexing_maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d1),
+                                          (d0, d1) -> (d0, d1)], ...}
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+#endif // KILN_COMPILER_CONVERSION_PASSES_TD

@@ -1,0 +1,67 @@
+//===- Artifact.h - Loading and validating .kiln artifacts ------*- C++ -*-===//
+#ifndef KILN_RUNTIME_SRC_ARTIFACT_H
+#define KILN_RUNTIME_SRC_ARTIFACT_H
+
+#include "kiln/runtime.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+struct TensorInfo {
+  std::string name;
+  kiln_dtype_t dtype = KILN_DTYPE_INVALID;
+  std::vector<std::string> dimNames;
+  std::vector<kiln_dim_t> dims; // names point into dimNames
+};
+
+struct WeightInfo {
+  kiln_dtype_t dtype = KILN_DTYPE_INVALID;
+  std::vector<int64_t> shape;
+  const void *data = nullptr; // inside the read-only file mapping
+};
+
+/// `arguments[i]` points at the memref descriptor of input i, then of each
+/// weight; `results` receives the result descriptors, one after another.
+using EntryFunction = void (*)(void **arguments, void *results);
+
+/// A validated artifact: its file is mapped read-only and its code loaded.
+class Artifact {
+public:
+  /// Maps and validates `path` (see docs/artifact-format.md); on failure
+  /// returns a status naming the file and the culprit.
+  static kiln_status_t load(const std::string &path,
+                            std::unique_ptr<Artifact> &artifact);
+  ~Artifact();
+
+  const std::string &path() const { return path_; }
+  const std::vector<TensorInfo> &inputs() const { return inputs_; }
+  const std::vector<TensorInfo> &outputs() const { return outputs_; }
+  const std::vector<WeightInfo> &weights() const { return weights_; }
+  EntryFunction entry() const { return entry_; }
+  /// Whether `pointer` lies inside the file mapping (weights, for example).
+  bool contains(const void *pointer) const;
+
+private:
+  Artifact() = default;
+  kiln_status_t parseManifest(const char *text, size_t size, uint64_t weightsSize);
+  kiln_status_t loadCode(const void *code, size_t size);
+  /// Checks the manifest against the code's own kiln_signature.
+  kiln_status_t checkSignature(const int64_t *signature) const;
+
+  std::string path_;
+  void *mapping_ = nullptr;
+  size_t mappingSize_ = 0;
+  void *library_ = nullptr;
+  int codeFd_ = -1;
+  EntryFunction entry_ = nullptr;
+  std::vector<TensorInfo> inputs_, outputs_;
+  std::vector<WeightInfo> weights_;
+  std::vector<uint64_t> weightOffsets_;
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_SRC_ARTIFACT_H

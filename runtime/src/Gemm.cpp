@@ -1,0 +1,400 @@
+//===- Gemm.cpp - Packed-panel SGEMM driver, ISA choice, batched entry ----===//
+//
+// The driver follows BLIS/GotoBLAS, blocked for a row-major microkernel that
+// broadcasts A against rows of B: for each kc-deep slice of k, a block of up
+// to mc rows of A is packed once, then each kc×nc panel of B is packed (it
+// stays in L2) and every mr-row strip of the A block (in L1 while in use) is
+// swept across the panel's nr-column strips. Threads get disjoint tiles of C
+// and pack their own panels, so they never synchronize inside a product.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/Gemm.h"
+
+#include "runtime/src/ThreadPool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <utility>
+
+namespace kiln::rt {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Portable microkernel
+//===----------------------------------------------------------------------===//
+
+// Plain loops that compilers vectorize; 8×8 measured fastest of 4..12 rows by
+// 8 or 16 columns with baseline x86-64 SSE2.
+constexpr int64_t kGenericMr = 8;
+constexpr int64_t kGenericNr = 8;
+
+void genericMicrokernel(int64_t k, const float *packedA, const float *packedB,
+                        float *c, int64_t ldc, int64_t rows, int64_t cols,
+                        bool accumulate) {
+  float acc[kGenericMr][kGenericNr] = {};
+  for (int64_t p = 0; p < k; ++p, packedA += kGenericMr, packedB += kGenericNr)
+    for (int64_t r = 0; r < kGenericMr; ++r)
+      for (int64_t j = 0; j < kGenericNr; ++j)
+        acc[r][j] += packedA[r] * packedB[j];
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = c + r * ldc;
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] = accumulate ? row[j] + acc[r][j] : acc[r][j];
+  }
+}
+
+constexpr detail::GemmMicrokernel genericMicrokernelInfo{
+    genericMicrokernel, kGenericMr, kGenericNr, /*kc=*/256, /*mc=*/1024,
+    /*nc=*/256};
+
+//===----------------------------------------------------------------------===//
+// ISA choice
+//===----------------------------------------------------------------------===//
+
+constexpr GemmIsa kAllIsas[] = {GemmIsa::Generic, GemmIsa::Avx2,
+                                GemmIsa::Avx512};
+
+GemmIsa cpuGemmIsa() {
+#if defined(__x86_64__)
+  // Needed if the first call comes from a static constructor that runs before
+  // libgcc's.
+  __builtin_cpu_init();
+  // libgcc also checks that the OS saves the wider registers (XCR0).
+  if (__builtin_cpu_supports("avx512f"))
+    return GemmIsa::Avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return GemmIsa::Avx2;
+#endif
+  return GemmIsa::Generic;
+}
+
+std::atomic<GemmIsa> &activeIsaSlot() {
+  static std::atomic<GemmIsa> isa{detectGemmIsa()};
+  return isa;
+}
+
+const detail::GemmMicrokernel &microkernelFor(GemmIsa isa) {
+  switch (isa) {
+#if defined(__x86_64__)
+  case GemmIsa::Avx512:
+    return detail::avx512Microkernel;
+  case GemmIsa::Avx2:
+    return detail::avx2Microkernel;
+#endif
+  default:
+    return genericMicrokernelInfo;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Packing
+//===----------------------------------------------------------------------===//
+
+int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+/// A per-thread scratch buffer, cache-line aligned, that only grows.
+class PackBuffer {
+public:
+  float *reserve(int64_t floats) {
+    if (floats > capacity_) {
+      data_.reset(static_cast<float *>(::operator new(
+          floats * sizeof(float), std::align_val_t(kAlignment))));
+      capacity_ = floats;
+    }
+    return data_.get();
+  }
+
+private:
+  static constexpr size_t kAlignment = 64;
+  struct AlignedDelete {
+    void operator()(float *p) const {
+      ::operator delete(p, std::align_val_t(kAlignment));
+    }
+  };
+  std::unique_ptr<float, AlignedDelete> data_;
+  int64_t capacity_ = 0;
+};
+
+struct GemmOperands {
+  int64_t k;
+  const float *a;
+  int64_t lda;
+  const float *b;
+  int64_t ldb;
+  bool transposeB;
+  float *c;
+  int64_t ldc;
+  bool accumulate; // into C's values rather than over them
+};
+
+/// packed[p * stride + r] = rows[r * ld + p] for r < count, p < depth: lays
+/// `count` rows out side by side, one column after another.
+void transposeRows(const float *rows, int64_t ld, int64_t count, int64_t depth,
+                   int64_t stride, float *packed) {
+  int64_t r = 0;
+  // Four rows at a time: four sequential read streams and adjacent stores
+  // run several times faster than one row at a time.
+  for (; r + 4 <= count; r += 4) {
+    const float *row0 = rows + r * ld, *row1 = row0 + ld, *row2 = row1 + ld,
+                *row3 = row2 + ld;
+    float *column = packed + r;
+    for (int64_t p = 0; p < depth; ++p, column += stride) {
+      column[0] = row0[p];
+      column[1] = row1[p];
+      column[2] = row2[p];
+      column[3] = row3[p];
+    }
+  }
+  for (; r < count; ++r)
+    for (int64_t p = 0; p < depth; ++p)
+      packed[p * stride + r] = rows[r * ld + p];
+}
+
+/// Zeroes lanes [used, stride) of each of the `depth` steps of a packed strip.
+/// The microkernel computes those lanes but never stores them; zeros keep
+/// stale buffer contents, which may be denormals that stall FMAs on some
+/// CPUs, out of the arithmetic.
+void zeroUnusedLanes(int64_t used, int64_t stride, int64_t depth,
+                     float *packed) {
+  if (used < stride)
+    for (int64_t p = 0; p < depth; ++p)
+      std::fill(packed + p * stride + used, packed + (p + 1) * stride, 0.0f);
+}
+
+/// Packs B[p0:p0+kc, j0:j0+nc] as consecutive kc×nr strips, each row by row.
+void packBPanel(const GemmOperands &g, int64_t p0, int64_t kc, int64_t j0,
+                int64_t nc, int64_t nr, float *packed) {
+  for (int64_t js = 0; js < nc; js += nr, packed += kc * nr) {
+    const int64_t width = std::min(nr, nc - js);
+    if (g.transposeB) {
+      // Stored n×k: the strip's columns are rows in memory.
+      transposeRows(g.b + (j0 + js) * g.ldb + p0, g.ldb, width, kc, nr, packed);
+    } else {
+      const float *rows = g.b + p0 * g.ldb + j0 + js;
+      for (int64_t p = 0; p < kc; ++p)
+        std::memcpy(packed + p * nr, rows + p * g.ldb, width * sizeof(float));
+    }
+    zeroUnusedLanes(width, nr, kc, packed);
+  }
+}
+
+/// Packs A[i0:i0+rows, p0:p0+kc] as consecutive mr×kc strips, each column by
+/// column.
+void packABlock(const GemmOperands &g, int64_t i0, int64_t rows, int64_t p0,
+                int64_t kc, int64_t mr, float *packed) {
+  for (int64_t is = 0; is < rows; is += mr, packed += mr * kc) {
+    const int64_t height = std::min(mr, rows - is);
+    transposeRows(g.a + (i0 + is) * g.lda + p0, g.lda, height, kc, mr, packed);
+    zeroUnusedLanes(height, mr, kc, packed);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Blocking and threading
+//===----------------------------------------------------------------------===//
+
+/// Computes C[rowBegin:rowEnd, colBegin:colEnd].
+void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
+                 int64_t rowBegin, int64_t rowEnd, int64_t colBegin,
+                 int64_t colEnd) {
+  const int64_t mr = kernel.mr, nr = kernel.nr;
+  const int64_t kc = std::min(kernel.kc, g.k);
+  // Whole strips, so that the packed block and panel fit their buffers.
+  const int64_t mc = ceilDiv(std::min(kernel.mc, rowEnd - rowBegin), mr) * mr;
+  const int64_t nc = ceilDiv(std::min(kernel.nc, colEnd - colBegin), nr) * nr;
+  thread_local PackBuffer aBlockBuffer, bPanelBuffer;
+  float *aBlock = aBlockBuffer.reserve(mc * kc);
+  float *bPanel = bPanelBuffer.reserve(kc * nc);
+
+  for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
+    const int64_t depth = std::min(kc, g.k - p0);
+    // The first block of k overwrites C unless asked to add to it; later
+    // ones add to it.
+    const bool accumulate = p0 > 0 || g.accumulate;
+    for (int64_t i0 = rowBegin; i0 < rowEnd; i0 += mc) {
+      const int64_t blockRows = std::min(mc, rowEnd - i0);
+      packABlock(g, i0, blockRows, p0, depth, mr, aBlock);
+      for (int64_t j0 = colBegin; j0 < colEnd; j0 += nc) {
+        const int64_t panelCols = std::min(nc, colEnd - j0);
+        packBPanel(g, p0, depth, j0, panelCols, nr, bPanel);
+        for (int64_t is = 0; is < blockRows; is += mr)
+          for (int64_t js = 0; js < panelCols; js += nr)
+            kernel.run(depth, aBlock + is * depth, bPanel + js * depth,
+                       g.c + (i0 + is) * g.ldc + j0 + js, g.ldc,
+                       std::min(mr, blockRows - is),
+                       std::min(nr, panelCols - js), accumulate);
+      }
+    }
+  }
+}
+
+/// [0, length) cut into `parts` ranges of whole `unit`-long strips (the last
+/// strip may be short), as even as possible.
+struct Split {
+  int64_t length;
+  int64_t unit;
+  int64_t parts;
+
+  int64_t strips() const { return ceilDiv(length, unit); }
+  int64_t begin(int64_t part) const {
+    return std::min(length, part * strips() / parts * unit);
+  }
+  int64_t end(int64_t part) const { return begin(part + 1); }
+  int64_t largest() const { return ceilDiv(strips(), parts) * unit; }
+};
+
+struct TileGrid {
+  Split rows;
+  Split cols;
+
+  int64_t tiles() const { return rows.parts * cols.parts; }
+};
+
+/// One tile of C per thread (fewer threads when C has too few strips). Picks
+/// the grid whose largest tile, which every thread waits for, is smallest,
+/// then the one that packs least: each tile packs its own rows of A and
+/// columns of B, so tile height plus width.
+TileGrid chooseTileGrid(int64_t m, int64_t n, int64_t mr, int64_t nr,
+                        int threads) {
+  for (int t = threads; t > 1; --t) {
+    bool found = false;
+    TileGrid best{{m, mr, 1}, {n, nr, 1}};
+    std::pair<int64_t, int64_t> bestCost;
+    for (int rowParts = 1; rowParts <= t; ++rowParts) {
+      if (t % rowParts != 0)
+        continue;
+      const TileGrid grid{{m, mr, rowParts}, {n, nr, t / rowParts}};
+      if (grid.rows.parts > grid.rows.strips() ||
+          grid.cols.parts > grid.cols.strips())
+        continue;
+      const std::pair<int64_t, int64_t> cost{
+          grid.rows.largest() * grid.cols.largest(),
+          grid.rows.largest() + grid.cols.largest()};
+      if (!found || cost < bestCost) {
+        found = true;
+        best = grid;
+        bestCost = cost;
+      }
+    }
+    if (found)
+      return best;
+  }
+  return {{m, mr, 1}, {n, nr, 1}};
+}
+
+/// Waking a sleeping worker takes microseconds (a futex wake and a reschedule;
+/// about 20 µs on a 2-core VM), the time AVX-512 takes for ~1M multiply-adds.
+/// Below this much work per thread, another thread costs more than it saves.
+/// (A late worker costs little: the caller takes any chunk not yet claimed.)
+constexpr double kMinMultiplyAddsPerThread = 256 * 1024;
+
+int threadsWorthUsing(ThreadPool *pool, double multiplyAdds) {
+  if (!pool)
+    return 1;
+  return static_cast<int>(std::clamp(multiplyAdds / kMinMultiplyAddsPerThread,
+                                     1.0, static_cast<double>(pool->size())));
+}
+
+} // namespace
+
+GemmIsa detectGemmIsa() {
+  const GemmIsa supported = cpuGemmIsa();
+  const char *forced = std::getenv("KILN_ISA");
+  if (!forced || !*forced)
+    return supported;
+  for (GemmIsa isa : kAllIsas)
+    if (std::strcmp(forced, gemmIsaName(isa)) == 0)
+      return std::min(isa, supported);
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true))
+    std::fprintf(
+        stderr,
+        "kiln: ignoring KILN_ISA=%s (expected avx512, avx2 or generic)\n",
+        forced);
+  return supported;
+}
+
+const char *gemmIsaName(GemmIsa isa) {
+  switch (isa) {
+  case GemmIsa::Avx512:
+    return "avx512";
+  case GemmIsa::Avx2:
+    return "avx2";
+  case GemmIsa::Generic:
+    break;
+  }
+  return "generic";
+}
+
+GemmIsa activeGemmIsa() {
+  return activeIsaSlot().load(std::memory_order_relaxed);
+}
+
+void setGemmIsa(GemmIsa isa) {
+  activeIsaSlot().store(std::min(isa, detectGemmIsa()),
+                        std::memory_order_relaxed);
+}
+
+void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+           const float *b, int64_t ldb, bool transposeB, float *c, int64_t ldc,
+           ThreadPool *pool, bool accumulate) {
+  if (m <= 0 || n <= 0 || (k <= 0 && accumulate))
+    return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i)
+      std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    return;
+  }
+  const detail::GemmMicrokernel &kernel = microkernelFor(activeGemmIsa());
+  const GemmOperands operands{k, a, lda, b, ldb, transposeB, c, ldc, accumulate};
+  const TileGrid grid =
+      chooseTileGrid(m, n, kernel.mr, kernel.nr,
+                     threadsWorthUsing(pool, static_cast<double>(m) * n * k));
+  if (grid.tiles() == 1) {
+    computeTile(kernel, operands, 0, m, 0, n);
+    return;
+  }
+  pool->parallelFor(grid.tiles(), [&](int64_t begin, int64_t end) {
+    for (int64_t tile = begin; tile < end; ++tile) {
+      const int64_t rowPart = tile / grid.cols.parts;
+      const int64_t colPart = tile % grid.cols.parts;
+      computeTile(kernel, operands, grid.rows.begin(rowPart),
+                  grid.rows.end(rowPart), grid.cols.begin(colPart),
+                  grid.cols.end(colPart));
+    }
+  });
+}
+
+} // namespace kiln::rt
+
+extern "C" void kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n,
+                                   int64_t k, const float *a,
+                                   int64_t a_batch_stride, int64_t lda,
+                                   const float *b, int64_t b_batch_stride,
+                                   int64_t ldb, int64_t transpose_b, float *c,
+                                   int64_t c_batch_stride, int64_t ldc,
+                                   int64_t accumulate) {
+  using namespace kiln::rt;
+  ThreadPool *pool = currentThreadPool();
+  auto multiply = [&](int64_t i, ThreadPool *innerPool) {
+    sgemm(m, n, k, a + i * a_batch_stride, lda, b + i * b_batch_stride, ldb,
+          transpose_b != 0, c + i * c_batch_stride, ldc, innerPool,
+          accumulate != 0);
+  };
+  const bool worthSplitting =
+      threadsWorthUsing(pool, static_cast<double>(batch) * m * n * k) > 1;
+  if (worthSplitting && batch >= pool->size()) {
+    pool->parallelFor(batch, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        multiply(i, nullptr);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    multiply(i, pool);
+}

@@ -1,0 +1,86 @@
+//===- Gemm.h - Single-precision matrix multiply for the CPU ---*- C++ -*-===//
+//
+// A packed-panel SGEMM (B and A are copied into cache-sized panels laid out
+// for a register-blocked microkernel) with microkernels for AVX-512F,
+// AVX2+FMA and portable C++. The ISA is chosen on first use from what the CPU
+// supports; KILN_ISA=avx512|avx2|generic in the environment forces a lower one.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_RUNTIME_GEMM_H
+#define KILN_RUNTIME_GEMM_H
+
+#include <cstdint>
+
+namespace kiln::rt {
+
+class ThreadPool;
+
+/// Ordered: every ISA can run on a CPU that supports a later one.
+enum class GemmIsa { Generic, Avx2, Avx512 };
+
+/// The best ISA this CPU supports, lowered to KILN_ISA when that is set.
+GemmIsa detectGemmIsa();
+/// "generic", "avx2" or "avx512".
+const char *gemmIsaName(GemmIsa isa);
+/// The ISA sgemm runs with.
+GemmIsa activeGemmIsa();
+/// Makes sgemm use `isa`, or detectGemmIsa() if `isa` is beyond it, so that it
+/// never runs instructions the CPU lacks. For tests and benchmarks.
+void setGemmIsa(GemmIsa isa);
+
+/// C = A·B, or C = A·Bᵀ when transposeB, for row-major m×k A and m×n C, and B
+/// k×n (or n×k when transposeB); with `accumulate`, C += the product instead.
+/// Leading dimensions are in elements and may exceed the logical row width.
+/// Without `accumulate` C is overwritten (zeros when k == 0). C must not
+/// overlap A or B. Splits large products over `pool`; nullptr runs on the
+/// calling thread. Accumulates in f32 (with FMA where the ISA has it), in the
+/// same order whatever the pool, so results do not depend on the thread count.
+void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+           const float *b, int64_t ldb, bool transposeB, float *c, int64_t ldc,
+           ThreadPool *pool, bool accumulate = false);
+
+namespace detail {
+
+/// What the blocking driver in Gemm.cpp needs to know about one ISA's
+/// microkernel; GemmAvx2.cpp and GemmAvx512.cpp each define one.
+struct GemmMicrokernel {
+  /// Computes C[0:rows, 0:cols] = (accumulate ? C : 0) + Ap·Bp, where Ap is an
+  /// mr×k strip of A packed column by column (mr floats per step of k, rows
+  /// past `rows` zero) and Bp a k×nr strip of B packed row by row (nr floats
+  /// per step of k, columns past `cols` zero). rows <= mr, cols <= nr.
+  void (*run)(int64_t k, const float *packedA, const float *packedB, float *c,
+              int64_t ldc, int64_t rows, int64_t cols, bool accumulate);
+  int64_t mr;
+  int64_t nr;
+  /// A kc×nc panel of packed B stays in L2 while mr×kc strips of A pass
+  /// through L1 against it; up to mc rows of A are packed at once, so B is
+  /// packed again only every mc rows.
+  int64_t kc;
+  int64_t mc;
+  int64_t nc;
+};
+
+#if defined(__x86_64__)
+extern const GemmMicrokernel avx2Microkernel;
+extern const GemmMicrokernel avx512Microkernel;
+#endif
+
+} // namespace detail
+} // namespace kiln::rt
+
+/// The GEMM that compiled model code calls: for i in [0, batch),
+///   C_i = A_i·B_i  (or A_i·B_iᵀ when transpose_b != 0; with accumulate != 0,
+///   C_i += the product)
+/// with X_i = x + i * x_batch_stride; a batch stride of 0 shares that operand
+/// across the batch (c_batch_stride may be 0 only when batch <= 1). Shapes and
+/// leading dimensions are as for kiln::rt::sgemm. Runs on currentThreadPool():
+/// across the batch when there are at least as many entries as threads, else
+/// inside each product.
+extern "C" __attribute__((visibility("default"))) void
+kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                   const float *a, int64_t a_batch_stride, int64_t lda,
+                   const float *b, int64_t b_batch_stride, int64_t ldb,
+                   int64_t transpose_b, float *c, int64_t c_batch_stride,
+                   int64_t ldc, int64_t accumulate);
+
+#endif // KILN_RUNTIME_GEMM_H

@@ -1,0 +1,95 @@
+//===- GemmAvx2.cpp - AVX2+FMA SGEMM microkernel --------------------------===//
+//
+// Compiled for AVX2 and FMA through a target attribute, so the file needs no
+// special flags; Gemm.cpp only calls it on CPUs that support both.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/Gemm.h"
+
+#if defined(__x86_64__)
+
+#include <algorithm>
+#include <immintrin.h>
+
+namespace kiln::rt::detail {
+namespace {
+
+// 6 rows × 2 ymm of columns: 12 accumulators, 2 vectors of B and a broadcast
+// of A fill 15 of the 16 ymm registers.
+constexpr int kRows = 6;
+constexpr int kColumns = 16;
+constexpr int kLanes = 8;
+
+/// All-ones in the lanes below `columns`, for maskload/maskstore.
+__attribute__((target("avx2"))) __m256i laneMask(int64_t columns) {
+  const int clamped = static_cast<int>(std::clamp<int64_t>(columns, 0, kLanes));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(clamped),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+__attribute__((target("avx2,fma"))) void
+avx2Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
+           int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
+  __m256 acc[kRows][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r)
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+
+#pragma GCC unroll 16
+  // C's rows arrive while the k loop runs instead of stalling the stores. A
+  // 64-byte row spans one cache line, or two when unaligned.
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= rows)
+      break;
+    const char *row = reinterpret_cast<const char *>(c + r * ldc);
+    _mm_prefetch(row, _MM_HINT_T0);
+    _mm_prefetch(row + kColumns * sizeof(float) - 1, _MM_HINT_T0);
+  }
+
+  for (int64_t p = 0; p < k; ++p, packedA += kRows, packedB += kColumns) {
+    const __m256 b0 = _mm256_loadu_ps(packedB);
+    const __m256 b1 = _mm256_loadu_ps(packedB + kLanes);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 a = _mm256_broadcast_ss(packedA + r);
+      acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
+    }
+  }
+
+  const __m256i mask0 = laneMask(cols), mask1 = laneMask(cols - kLanes);
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    if (r >= rows)
+      break;
+    float *row = c + r * ldc;
+    // Masked stores are slow on some AMD cores; full tiles avoid them.
+    if (cols == kColumns) {
+      if (accumulate) {
+        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(row));
+        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(row + kLanes));
+      }
+      _mm256_storeu_ps(row, acc[r][0]);
+      _mm256_storeu_ps(row + kLanes, acc[r][1]);
+      continue;
+    }
+    if (accumulate) {
+      acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_maskload_ps(row, mask0));
+      acc[r][1] =
+          _mm256_add_ps(acc[r][1], _mm256_maskload_ps(row + kLanes, mask1));
+    }
+    _mm256_maskstore_ps(row, mask0, acc[r][0]);
+    _mm256_maskstore_ps(row + kLanes, mask1, acc[r][1]);
+  }
+}
+
+} // namespace
+
+// A 256×128 panel of B (128 KB) fits in the 256 KB L2 of the smallest AVX2
+// cores with room for the C rows and A strips (6 KB each) passing through.
+const GemmMicrokernel avx2Microkernel{avx2Kernel, kRows,      kColumns,
+                                      /*kc=*/256, /*mc=*/960, /*nc=*/128};
+
+} // namespace kiln::rt::detail
+
+#endif // defined(__x86_64__)

@@ -1,0 +1,499 @@
+//===- Runtime.cpp - The Kiln runtime C API -------------------------------===//
+#include "kiln/runtime.h"
+#include "runtime/src/Artifact.h"
+#include "runtime/src/Gemm.h"
+#include "runtime/src/Status.h"
+#include "runtime/src/ThreadPool.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <new>
+#include <set>
+
+using kiln::rt::makeStatus;
+
+struct kiln_instance_s {
+  std::unique_ptr<kiln::rt::ThreadPool> pool;
+};
+
+struct kiln_model_s {
+  kiln_instance_t *instance;
+  std::unique_ptr<kiln::rt::Artifact> artifact;
+};
+
+namespace {
+
+struct InputBinding {
+  bool bound = false;
+  std::vector<int64_t> shape;
+  void *data = nullptr;
+};
+
+struct OutputBinding {
+  void *data = nullptr;
+  size_t capacity = 0;
+};
+
+struct OutputResult {
+  std::vector<int64_t> shape;
+  void *data = nullptr;
+  size_t byteSize = 0;
+};
+
+/// The pointer MLIR puts in the allocated field of a descriptor of a global;
+/// it is not an allocation.
+void *const kGlobalMarker = reinterpret_cast<void *>(0xdeadbeef);
+
+uint64_t elementCount(const std::vector<int64_t> &shape) {
+  uint64_t count = 1;
+  for (int64_t size : shape)
+    count *= static_cast<uint64_t>(size);
+  return count;
+}
+
+std::string shapeString(const int64_t *shape, size_t rank) {
+  std::string text = "[";
+  for (size_t i = 0; i < rank; ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// Copies a strided view of `shape` (element strides) into dense `dst`.
+void copyStrided(char *dst, const char *src, const int64_t *shape,
+                 const int64_t *strides, size_t rank, size_t elementSize) {
+  if (rank == 0) {
+    std::memcpy(dst, src, elementSize);
+    return;
+  }
+  uint64_t inner = elementCount(std::vector<int64_t>(shape + 1, shape + rank));
+  for (int64_t i = 0; i < shape[0]; ++i)
+    copyStrided(dst + i * inner * elementSize, src + i * strides[0] * elementSize,
+                shape + 1, strides + 1, rank - 1, elementSize);
+}
+
+bool isRowMajor(const int64_t *shape, const int64_t *strides, size_t rank) {
+  int64_t expected = 1;
+  for (size_t i = rank; i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != expected)
+      return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
+} // namespace
+
+struct kiln_session_s {
+  kiln_model_t *model;
+  std::vector<InputBinding> inputs;
+  std::vector<OutputBinding> outputBindings;
+  std::vector<OutputResult> results;
+  std::vector<void *> allocations; // freed before the next run and at release
+  bool hasResults = false;
+
+  kiln_status_t checkInput(int32_t index, kiln_dtype_t dtype, size_t rank,
+                           const int64_t *shape, size_t byteSize) const;
+  kiln_status_t run();
+  void releaseResults();
+};
+
+kiln_status_t kiln_session_s::checkInput(int32_t index, kiln_dtype_t dtype,
+                                         size_t rank, const int64_t *shape,
+                                         size_t byteSize) const {
+  const kiln::rt::TensorInfo &info = model->artifact->inputs()[index];
+  std::string what = "input '" + info.name + "'";
+  if (dtype != info.dtype)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      what + ": dtype " + kiln_dtype_name(dtype) +
+                          ", the model expects " + kiln_dtype_name(info.dtype));
+  if (rank != info.dims.size())
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      what + ": rank " + std::to_string(rank) + " (shape " +
+                          shapeString(shape, rank) + "), the model expects rank " +
+                          std::to_string(info.dims.size()));
+  uint64_t elements = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    const kiln_dim_t &dim = info.dims[d];
+    if (shape[d] < 0)
+      return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                        what + ": dim " + std::to_string(d) + " is negative");
+    if (dim.size >= 0 && shape[d] != dim.size)
+      return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                        what + ": dim " + std::to_string(d) + " is " +
+                            std::to_string(shape[d]) + ", the model expects " +
+                            std::to_string(dim.size));
+    if (dim.size < 0 && (shape[d] < dim.min || shape[d] > dim.max))
+      return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                        what + ": dim " + std::to_string(d) + " ('" + dim.name +
+                            "') is " + std::to_string(shape[d]) +
+                            ", outside its bounds [" + std::to_string(dim.min) +
+                            ", " + std::to_string(dim.max) + "]");
+    if (shape[d] > 0 && elements > (uint64_t(1) << 62) / shape[d])
+      return makeStatus(KILN_STATUS_INVALID_ARGUMENT, what + ": too many elements");
+    elements *= shape[d];
+  }
+  uint64_t needed = elements * kiln_dtype_size(dtype);
+  if (byteSize != needed)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      what + ": " + std::to_string(byteSize) + " bytes given, shape " +
+                          shapeString(shape, rank) + " of " + kiln_dtype_name(dtype) +
+                          " needs " + std::to_string(needed));
+  return nullptr;
+}
+
+void kiln_session_s::releaseResults() {
+  for (void *allocation : allocations)
+    std::free(allocation);
+  allocations.clear();
+  results.clear();
+  hasResults = false;
+}
+
+kiln_status_t kiln_session_s::run() {
+  const kiln::rt::Artifact &artifact = *model->artifact;
+  // Every input bound, and each symbolic dim name one size across inputs.
+  std::map<std::string, int64_t> dimSizes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const kiln::rt::TensorInfo &info = artifact.inputs()[i];
+    if (!inputs[i].bound)
+      return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                        "input '" + info.name + "' is not bound");
+    for (size_t d = 0; d < info.dims.size(); ++d) {
+      const std::string &name = info.dimNames[d];
+      if (info.dims[d].size >= 0 || name.empty())
+        continue;
+      auto [it, inserted] = dimSizes.emplace(name, inputs[i].shape[d]);
+      if (!inserted && it->second != inputs[i].shape[d])
+        return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                          "input '" + info.name + "': dim " + std::to_string(d) +
+                              " ('" + name + "') is " +
+                              std::to_string(inputs[i].shape[d]) +
+                              ", but another input gives '" + name + "' size " +
+                              std::to_string(it->second));
+    }
+  }
+  releaseResults();
+
+  // One memref descriptor per argument: allocated, aligned, offset, sizes,
+  // strides (row-major).
+  size_t numArguments = inputs.size() + artifact.weights().size();
+  std::vector<std::vector<int64_t>> descriptors(numArguments);
+  std::vector<void *> arguments(numArguments);
+  auto describe = [&](size_t slot, const void *data, const std::vector<int64_t> &shape) {
+    std::vector<int64_t> &words = descriptors[slot];
+    words.assign(3 + 2 * shape.size(), 0);
+    words[0] = words[1] = reinterpret_cast<intptr_t>(data);
+    int64_t stride = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+      words[3 + d] = shape[d];
+      words[3 + shape.size() + d] = stride;
+      stride *= shape[d];
+    }
+    arguments[slot] = words.data();
+  };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    describe(i, inputs[i].data, inputs[i].shape);
+  for (size_t i = 0; i < artifact.weights().size(); ++i)
+    describe(inputs.size() + i, artifact.weights()[i].data,
+             artifact.weights()[i].shape);
+
+  size_t resultWords = 0;
+  for (const kiln::rt::TensorInfo &output : artifact.outputs())
+    resultWords += 3 + 2 * output.dims.size();
+  std::vector<int64_t> resultDescriptors(resultWords, 0);
+  {
+    kiln::rt::ScopedThreadPool scope(model->instance->pool.get());
+    artifact.entry()(arguments.data(), resultDescriptors.data());
+  }
+
+  // Take ownership of the result buffers, each once; inputs, weights and
+  // globals are not allocations.
+  std::set<void *> inputBuffers;
+  for (const InputBinding &input : inputs)
+    inputBuffers.insert(input.data);
+  std::set<void *> owned;
+  size_t word = 0;
+  for (size_t i = 0; i < artifact.outputs().size(); ++i) {
+    size_t rank = artifact.outputs()[i].dims.size();
+    void *allocated = reinterpret_cast<void *>(resultDescriptors[word]);
+    if (allocated && allocated != kGlobalMarker && !artifact.contains(allocated) &&
+        !inputBuffers.count(allocated) && owned.insert(allocated).second)
+      allocations.push_back(allocated);
+    word += 3 + 2 * rank;
+  }
+
+  word = 0;
+  results.resize(artifact.outputs().size());
+  for (size_t i = 0; i < artifact.outputs().size(); ++i) {
+    const kiln::rt::TensorInfo &info = artifact.outputs()[i];
+    size_t rank = info.dims.size();
+    char *aligned = reinterpret_cast<char *>(resultDescriptors[word + 1]);
+    int64_t offset = resultDescriptors[word + 2];
+    const int64_t *shape = &resultDescriptors[word + 3];
+    const int64_t *strides = shape + rank;
+    word += 3 + 2 * rank;
+    OutputResult &result = results[i];
+    result.shape.assign(shape, shape + rank);
+    for (size_t d = 0; d < rank; ++d)
+      if (info.dims[d].size >= 0 && shape[d] != info.dims[d].size)
+        return makeStatus(KILN_STATUS_INTERNAL,
+                          "output '" + info.name + "' has shape " +
+                              shapeString(shape, rank) + ", the manifest says dim " +
+                              std::to_string(d) + " is " +
+                              std::to_string(info.dims[d].size));
+    size_t elementSize = kiln_dtype_size(info.dtype);
+    result.byteSize = elementCount(result.shape) * elementSize;
+    const char *source = aligned + offset * elementSize;
+    OutputBinding &binding = outputBindings[i];
+    bool dense = isRowMajor(shape, strides, rank);
+    if (binding.data) {
+      if (result.byteSize > binding.capacity)
+        return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                          "output '" + info.name + "' of shape " +
+                              shapeString(shape, rank) + " needs " +
+                              std::to_string(result.byteSize) +
+                              " bytes, its bound buffer holds " +
+                              std::to_string(binding.capacity));
+      result.data = binding.data;
+    } else if (dense) {
+      result.data = const_cast<char *>(source);
+      continue;
+    } else {
+      result.data = std::malloc(result.byteSize ? result.byteSize : 1);
+      if (!result.data)
+        return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED,
+                          "output '" + info.name + "': out of memory");
+      allocations.push_back(result.data);
+    }
+    if (result.byteSize == 0)
+      continue;
+    if (dense)
+      std::memcpy(result.data, source, result.byteSize);
+    else
+      copyStrided(static_cast<char *>(result.data), source, shape, strides, rank,
+                  elementSize);
+  }
+  hasResults = true;
+  return nullptr;
+}
+
+extern "C" {
+
+size_t kiln_dtype_size(kiln_dtype_t dtype) {
+  switch (dtype) {
+  case KILN_DTYPE_F32: case KILN_DTYPE_I32: return 4;
+  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: return 2;
+  case KILN_DTYPE_F64: case KILN_DTYPE_I64: return 8;
+  case KILN_DTYPE_I8: case KILN_DTYPE_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+const char *kiln_dtype_name(kiln_dtype_t dtype) {
+  switch (dtype) {
+  case KILN_DTYPE_F32: return "f32";
+  case KILN_DTYPE_F16: return "f16";
+  case KILN_DTYPE_BF16: return "bf16";
+  case KILN_DTYPE_F64: return "f64";
+  case KILN_DTYPE_I64: return "i64";
+  case KILN_DTYPE_I32: return "i32";
+  case KILN_DTYPE_I8: return "i8";
+  case KILN_DTYPE_BOOL: return "bool";
+  default: return "invalid";
+  }
+}
+
+void kiln_instance_options_init(kiln_instance_options_t *options) {
+  if (options)
+    options->num_threads = 0;
+}
+
+kiln_status_t kiln_instance_create(const kiln_instance_options_t *options,
+                                   kiln_instance_t **out_instance) {
+  if (!out_instance)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "out_instance is NULL");
+  *out_instance = nullptr;
+  int32_t threads = options ? options->num_threads : 0;
+  if (threads < 0)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "num_threads is " + std::to_string(threads) +
+                          "; use 0 for one per core");
+  auto *instance = new (std::nothrow) kiln_instance_s();
+  if (!instance)
+    return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  instance->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
+  *out_instance = instance;
+  return nullptr;
+}
+
+void kiln_instance_release(kiln_instance_t *instance) { delete instance; }
+
+int32_t kiln_instance_num_threads(const kiln_instance_t *instance) {
+  return instance ? instance->pool->size() : 0;
+}
+
+const char *kiln_instance_kernel_isa(const kiln_instance_t *instance) {
+  return kiln::rt::gemmIsaName(kiln::rt::detectGemmIsa());
+}
+
+kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,
+                                   kiln_model_t **out_model) {
+  if (!instance || !path || !out_model)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_model_load_file: instance, path and out_model must not be NULL");
+  *out_model = nullptr;
+  std::unique_ptr<kiln::rt::Artifact> artifact;
+  if (kiln_status_t status = kiln::rt::Artifact::load(path, artifact))
+    return status;
+  *out_model = new kiln_model_s{instance, std::move(artifact)};
+  return nullptr;
+}
+
+void kiln_model_release(kiln_model_t *model) { delete model; }
+
+int32_t kiln_model_input_count(const kiln_model_t *model) {
+  return model ? model->artifact->inputs().size() : 0;
+}
+
+int32_t kiln_model_output_count(const kiln_model_t *model) {
+  return model ? model->artifact->outputs().size() : 0;
+}
+
+static kiln_status_t ioInfo(const std::vector<kiln::rt::TensorInfo> &list,
+                            const char *kind, int32_t index,
+                            kiln_io_info_t *out_info) {
+  if (!out_info)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "out_info is NULL");
+  if (index < 0 || index >= (int32_t)list.size())
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      std::string(kind) + " index " + std::to_string(index) +
+                          " is out of range; the model has " +
+                          std::to_string(list.size()));
+  const kiln::rt::TensorInfo &info = list[index];
+  *out_info = {info.name.c_str(), info.dtype, (int32_t)info.dims.size(),
+               info.dims.data()};
+  return nullptr;
+}
+
+kiln_status_t kiln_model_input_info(const kiln_model_t *model, int32_t index,
+                                    kiln_io_info_t *out_info) {
+  if (!model)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "model is NULL");
+  return ioInfo(model->artifact->inputs(), "input", index, out_info);
+}
+
+kiln_status_t kiln_model_output_info(const kiln_model_t *model, int32_t index,
+                                     kiln_io_info_t *out_info) {
+  if (!model)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "model is NULL");
+  return ioInfo(model->artifact->outputs(), "output", index, out_info);
+}
+
+static int32_t findByName(const std::vector<kiln::rt::TensorInfo> &list,
+                          const char *name) {
+  for (size_t i = 0; name && i < list.size(); ++i)
+    if (list[i].name == name)
+      return i;
+  return -1;
+}
+
+int32_t kiln_model_find_input(const kiln_model_t *model, const char *name) {
+  return model ? findByName(model->artifact->inputs(), name) : -1;
+}
+
+int32_t kiln_model_find_output(const kiln_model_t *model, const char *name) {
+  return model ? findByName(model->artifact->outputs(), name) : -1;
+}
+
+kiln_status_t kiln_session_create(kiln_model_t *model,
+                                  kiln_session_t **out_session) {
+  if (!model || !out_session)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_session_create: model and out_session must not be NULL");
+  auto *session = new (std::nothrow) kiln_session_s();
+  if (!session)
+    return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  session->model = model;
+  session->inputs.resize(model->artifact->inputs().size());
+  session->outputBindings.resize(model->artifact->outputs().size());
+  *out_session = session;
+  return nullptr;
+}
+
+void kiln_session_release(kiln_session_t *session) {
+  if (!session)
+    return;
+  session->releaseResults();
+  delete session;
+}
+
+kiln_status_t kiln_session_bind_input(kiln_session_t *session, int32_t index,
+                                      const kiln_tensor_t *tensor) {
+  if (!session || !tensor)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_session_bind_input: session and tensor must not be NULL");
+  if (index < 0 || index >= (int32_t)session->inputs.size())
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "input index " + std::to_string(index) +
+                          " is out of range; the model has " +
+                          std::to_string(session->inputs.size()) + " inputs");
+  if (tensor->rank < 0 || (tensor->rank > 0 && !tensor->shape))
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "input '" + session->model->artifact->inputs()[index].name +
+                          "': a rank of " + std::to_string(tensor->rank) +
+                          " needs a shape");
+  if (kiln_status_t status = session->checkInput(
+          index, tensor->dtype, tensor->rank, tensor->shape, tensor->byte_size))
+    return status;
+  if (tensor->byte_size > 0 && !tensor->data)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "input '" + session->model->artifact->inputs()[index].name +
+                          "': data is NULL");
+  InputBinding &binding = session->inputs[index];
+  binding.bound = true;
+  binding.shape.assign(tensor->shape, tensor->shape + tensor->rank);
+  binding.data = tensor->data;
+  return nullptr;
+}
+
+kiln_status_t kiln_session_bind_output(kiln_session_t *session, int32_t index,
+                                       const kiln_tensor_t *tensor) {
+  if (!session || !tensor)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_session_bind_output: session and tensor must not be NULL");
+  if (index < 0 || index >= (int32_t)session->outputBindings.size())
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "output index " + std::to_string(index) +
+                          " is out of range; the model has " +
+                          std::to_string(session->outputBindings.size()) +
+                          " outputs");
+  session->outputBindings[index] = {tensor->data, tensor->byte_size};
+  return nullptr;
+}
+
+kiln_status_t kiln_session_run(kiln_session_t *session) {
+  if (!session)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "session is NULL");
+  return session->run();
+}
+
+kiln_status_t kiln_session_output(const kiln_session_t *session, int32_t index,
+                                  kiln_tensor_t *out_tensor) {
+  if (!session || !out_tensor)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_session_output: session and out_tensor must not be NULL");
+  if (!session->hasResults)
+    return makeStatus(KILN_STATUS_FAILED_PRECONDITION,
+                      "the session has no results: run it first");
+  if (index < 0 || index >= (int32_t)session->results.size())
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "output index " + std::to_string(index) + " is out of range");
+  const OutputResult &result = session->results[index];
+  const kiln::rt::TensorInfo &info = session->model->artifact->outputs()[index];
+  *out_tensor = {info.dtype, (int32_t)result.shape.size(), result.shape.data(),
+                 result.data, result.byteSize};
+  return nullptr;
+}
+
+} // extern "C"

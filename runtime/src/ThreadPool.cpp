@@ -1,0 +1,129 @@
+//===- ThreadPool.cpp - Worker threads for data-parallel kernels ----------===//
+//
+// A parallelFor publishes a Job on the caller's stack and wakes the workers;
+// everyone, the caller included, claims chunks from the job's atomic counter
+// until none are left. A worker registers with the job (under the mutex)
+// before claiming, and the caller unpublishes the job only once every
+// registered worker has left, so the job never outlives its users and a late
+// worker never sees a finished one.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/ThreadPool.h"
+
+#include <algorithm>
+#include <exception>
+
+namespace kiln::rt {
+
+struct ThreadPool::Job {
+  Job(const std::function<void(int64_t, int64_t)> &body, int64_t count,
+      int64_t numChunks)
+      : body(body), count(count), numChunks(numChunks) {}
+
+  const std::function<void(int64_t, int64_t)> &body;
+  const int64_t count;
+  const int64_t numChunks;
+  std::atomic<int64_t> nextChunk{0};
+  // Guarded by the pool's mutex_.
+  int activeWorkers = 0;
+  std::exception_ptr firstError;
+};
+
+ThreadPool::ThreadPool(int numThreads) {
+  if (numThreads < 1)
+    numThreads =
+        static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  workers_.reserve(numThreads - 1);
+  for (int i = 1; i < numThreads; ++i)
+    workers_.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  jobPosted_.notify_all();
+  for (std::thread &worker : workers_)
+    worker.join();
+}
+
+void ThreadPool::parallelFor(
+    int64_t count, const std::function<void(int64_t, int64_t)> &body) {
+  if (count <= 0)
+    return;
+  const int64_t numChunks = std::min<int64_t>(count, size());
+  bool wasDispatching = false;
+  if (numChunks == 1 || !dispatching_.compare_exchange_strong(
+                            wasDispatching, true, std::memory_order_acquire)) {
+    body(0, count);
+    return;
+  }
+
+  Job job(body, count, numChunks);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_ = &job;
+    ++jobGeneration_;
+  }
+  jobPosted_.notify_all();
+  runChunks(job);
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    workersIdle_.wait(lock, [&] { return job.activeWorkers == 0; });
+    job_ = nullptr;
+  }
+  dispatching_.store(false, std::memory_order_release);
+  if (job.firstError)
+    std::rethrow_exception(job.firstError);
+}
+
+void ThreadPool::runChunks(Job &job) {
+  const int64_t baseLength = job.count / job.numChunks;
+  const int64_t longChunks = job.count % job.numChunks;
+  for (int64_t chunk = job.nextChunk.fetch_add(1, std::memory_order_relaxed);
+       chunk < job.numChunks;
+       chunk = job.nextChunk.fetch_add(1, std::memory_order_relaxed)) {
+    // The first `longChunks` chunks are one element longer.
+    const int64_t begin = chunk * baseLength + std::min(chunk, longChunks);
+    const int64_t end = begin + baseLength + (chunk < longChunks ? 1 : 0);
+    try {
+      job.body(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!job.firstError)
+        job.firstError = std::current_exception();
+    }
+  }
+}
+
+void ThreadPool::workerLoop() {
+  uint64_t seenGeneration = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    jobPosted_.wait(
+        lock, [&] { return stopping_ || jobGeneration_ != seenGeneration; });
+    if (stopping_)
+      return;
+    seenGeneration = jobGeneration_;
+    Job *job = job_;
+    if (!job) // It finished before this worker woke up.
+      continue;
+    ++job->activeWorkers;
+    lock.unlock();
+    runChunks(*job);
+    lock.lock();
+    if (--job->activeWorkers == 0)
+      workersIdle_.notify_one();
+  }
+}
+
+namespace {
+thread_local ThreadPool *threadCurrentPool = nullptr;
+} // namespace
+
+ThreadPool *currentThreadPool() { return threadCurrentPool; }
+
+void setCurrentThreadPool(ThreadPool *pool) { threadCurrentPool = pool; }
+
+} // namespace kiln::rt

@@ -1,0 +1,125 @@
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-emit-entry-point | FileCheck %s
+
+// The inputs are written by hand in the shape that --convert-func-to-llvm
+// gives a function with llvm.emit_c_interface: @main takes the unpacked
+// descriptors and returns them packed in a struct, and @_mlir_ciface_main
+// takes a pointer to each argument descriptor, preceded by a pointer to the
+// result struct when there are results.
+
+// Tests that kiln_entry(arguments, results) loads the i-th descriptor
+// pointer from arguments[i] and calls the C interface with the results
+// pointer first, then the descriptors in argument order, and that the
+// existing functions are left as they are.
+
+// CHECK-LABEL: module @two_results
+// CHECK: llvm.func @main(
+// CHECK-SAME: -> !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, struct<(ptr, ptr, i64)>)>
+// CHECK: llvm.func @_mlir_ciface_main(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr)
+// CHECK-NEXT: llvm.return
+// CHECK: llvm.func @kiln_entry(%[[ARGS:.+]]: !llvm.ptr, %[[RESULTS:.+]]: !llvm.ptr) {
+// CHECK-NEXT: %[[SLOT0:.+]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[ARG0:.+]] = llvm.load %[[SLOT0]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: %[[SLOT1:.+]] = llvm.getelementptr %[[ARGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: %[[ARG1:.+]] = llvm.load %[[SLOT1]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT: llvm.call @_mlir_ciface_main(%[[RESULTS]], %[[ARG0]], %[[ARG1]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NEXT: llvm.return
+// CHECK-NEXT: }
+module @two_results {
+  llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, %arg3: i64, %arg4: i64, %arg5: i64, %arg6: i64,
+                  %arg7: !llvm.ptr, %arg8: !llvm.ptr, %arg9: i64, %arg10: i64, %arg11: i64, %arg12: i64, %arg13: i64)
+      -> !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, struct<(ptr, ptr, i64)>)>
+      attributes {llvm.emit_c_interface} {
+    %0 = llvm.mlir.undef : !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, struct<(ptr, ptr, i64)>)>
+    llvm.return %0 : !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, struct<(ptr, ptr, i64)>)>
+  }
+  llvm.func @_mlir_ciface_main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: !llvm.ptr) attributes {llvm.emit_c_interface} {
+    llvm.return
+  }
+}
+
+// -----
+
+// Tests that a function with a single result still gets the results pointer
+// first, and that all four argument descriptors are loaded in order.
+
+// CHECK-LABEL: module @one_result
+// CHECK: llvm.func @kiln_entry(
+// CHECK-SAME: %[[ARGS:[a-zA-Z0-9_]+]]: !llvm.ptr, %[[RESULTS:[a-zA-Z0-9_]+]]: !llvm.ptr)
+// CHECK: %[[S0:.+]] = llvm.getelementptr %[[ARGS]][0]
+// CHECK: %[[A0:.+]] = llvm.load %[[S0]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[S1:.+]] = llvm.getelementptr %[[ARGS]][1]
+// CHECK: %[[A1:.+]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[S2:.+]] = llvm.getelementptr %[[ARGS]][2]
+// CHECK: %[[A2:.+]] = llvm.load %[[S2]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[S3:.+]] = llvm.getelementptr %[[ARGS]][3]
+// CHECK: %[[A3:.+]] = llvm.load %[[S3]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NOT: llvm.getelementptr
+// CHECK: llvm.call @_mlir_ciface_main(%[[RESULTS]], %[[A0]], %[[A1]], %[[A2]], %[[A3]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+module @one_result {
+  llvm.func @main(!llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64,
+                  !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64)
+      -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  llvm.func @_mlir_ciface_main(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+}
+
+// -----
+
+// Tests that for a function without results the descriptors are the only
+// operands: the results pointer is not passed.
+
+// CHECK-LABEL: module @no_results
+// CHECK: llvm.func @kiln_entry(
+// CHECK-SAME: %[[ARGS:[a-zA-Z0-9_]+]]: !llvm.ptr, %[[RESULTS:[a-zA-Z0-9_]+]]: !llvm.ptr)
+// CHECK: %[[S0:.+]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: %[[A0:.+]] = llvm.load %[[S0]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[S1:.+]] = llvm.getelementptr %[[ARGS]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK: %[[A1:.+]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NOT: %[[RESULTS]]
+// CHECK: llvm.call @_mlir_ciface_main(%[[A0]], %[[A1]]) : (!llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NEXT: llvm.return
+module @no_results {
+  llvm.func @main(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, %arg3: i64, %arg4: i64,
+                  %arg5: !llvm.ptr, %arg6: !llvm.ptr, %arg7: i64, %arg8: i64, %arg9: i64) attributes {llvm.emit_c_interface} {
+    llvm.return
+  }
+  llvm.func @_mlir_ciface_main(%arg0: !llvm.ptr, %arg1: !llvm.ptr) attributes {llvm.emit_c_interface} {
+    llvm.return
+  }
+}
+
+// -----
+
+// Tests that a function without arguments passes only the results pointer
+// and reads nothing from the argument array.
+
+// CHECK-LABEL: module @no_arguments
+// CHECK: llvm.func @kiln_entry(
+// CHECK-SAME: %{{.+}}: !llvm.ptr, %[[RESULTS:[a-zA-Z0-9_]+]]: !llvm.ptr)
+// CHECK-NOT: llvm.load
+// CHECK: llvm.call @_mlir_ciface_main(%[[RESULTS]]) : (!llvm.ptr) -> ()
+module @no_arguments {
+  llvm.func @main() -> !llvm.struct<(ptr, ptr, i64)>
+  llvm.func @_mlir_ciface_main(!llvm.ptr)
+}
+
+// -----
+
+// Tests that the entry function without its C interface wrapper is an error
+// (kiln-prepare-entry-point sets llvm.emit_c_interface, which makes it).
+
+// expected-error @+1 {{no C interface for entry function 'main'}}
+module {
+  llvm.func @main(%arg0: !llvm.ptr) {
+    llvm.return
+  }
+}
+
+// -----
+
+// Tests that a C interface for a different function does not count.
+
+// expected-error @+1 {{no C interface for entry function 'main'}}
+module {
+  llvm.func @forward(!llvm.ptr)
+  llvm.func @_mlir_ciface_forward(!llvm.ptr)
+}

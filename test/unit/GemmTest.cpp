@@ -1,0 +1,402 @@
+//===- GemmTest.cpp - SGEMM microkernels and the thread pool -------------===//
+//
+// Every ISA the CPU has is checked against a double-precision reference over
+// edge, odd and blocked shapes, with padded leading dimensions and NaN in all
+// padding, so a read past a row or an accumulation into stale C shows up.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/Gemm.h"
+#include "runtime/src/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace kiln::rt;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+/// A rows×cols row-major matrix with leading dimension `ld`, random values in
+/// [-1, 1] and NaN in the padding between `cols` and `ld`.
+struct Matrix {
+  int64_t rows, cols, ld;
+  std::vector<float> data;
+
+  Matrix(int64_t rows, int64_t cols, int64_t padding, std::mt19937 &rng)
+      : rows(rows), cols(cols), ld(cols + padding),
+        data(std::max<int64_t>(1, rows * ld), kNaN) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        at(i, j) = uniform(rng);
+  }
+  float &at(int64_t i, int64_t j) { return data[i * ld + j]; }
+  float at(int64_t i, int64_t j) const { return data[i * ld + j]; }
+};
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+std::string shapeName(const Shape &s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" +
+         std::to_string(s.k);
+}
+
+/// Checks C = A·B (or A·Bᵀ) against a double-precision product, relative to
+/// Σ|a·b|, the scale of the rounding error of any summation order; and that C's
+/// padding was not written.
+void expectProduct(const Matrix &a, const Matrix &b, bool transposeB,
+                   const Matrix &c, const std::string &what) {
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    for (int64_t j = 0; j < c.cols; ++j) {
+      double sum = 0, magnitude = 0;
+      for (int64_t p = 0; p < a.cols; ++p) {
+        const double term =
+            double(a.at(i, p)) * (transposeB ? b.at(j, p) : b.at(p, j));
+        sum += term;
+        magnitude += std::fabs(term);
+      }
+      const double error = std::fabs(double(c.at(i, j)) - sum);
+      if (!(error <= 1e-5 * magnitude + 1e-30) && mismatches++ < 5)
+        ADD_FAILURE() << what << ": C[" << i << "," << j << "] = " << c.at(i, j)
+                      << ", expected " << sum << " (error " << error
+                      << ", scale " << magnitude << ")";
+    }
+    for (int64_t j = c.cols; j < c.ld; ++j)
+      if (!std::isnan(c.at(i, j)) && mismatches++ < 5)
+        ADD_FAILURE() << what << ": wrote C[" << i << "," << j
+                      << "] in the padding";
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+//===----------------------------------------------------------------------===//
+// sgemm, per ISA
+//===----------------------------------------------------------------------===//
+
+class SgemmTest : public ::testing::TestWithParam<GemmIsa> {
+protected:
+  void SetUp() override {
+    if (GetParam() > detectGemmIsa())
+      GTEST_SKIP() << "this CPU lacks " << gemmIsaName(GetParam())
+                   << " (or KILN_ISA forces a lower ISA)";
+    previousIsa_ = activeGemmIsa();
+    setGemmIsa(GetParam());
+  }
+  void TearDown() override { setGemmIsa(previousIsa_); }
+
+private:
+  GemmIsa previousIsa_ = GemmIsa::Generic;
+};
+
+TEST_P(SgemmTest, RunsTheRequestedIsa) {
+  EXPECT_EQ(activeGemmIsa(), GetParam());
+}
+
+TEST_P(SgemmTest, MatchesDoubleReference) {
+  // Empty, tiny and prime shapes; shapes just past a microkernel tile (mr is
+  // 4, 6 or 12 and nr 8, 16 or 32); k past a cache block (kc <= 384) and n
+  // past a panel (nc <= 256); and shapes big enough to be split over two
+  // threads (>= 512K multiply-adds), with one strip of rows or columns.
+  const Shape shapes[] = {
+      {0, 0, 0},     {0, 5, 3},       {5, 0, 3},     {4, 5, 0},
+      {1, 1, 1},     {1, 1, 2},       {2, 3, 1},     {7, 13, 17},
+      {1, 4096, 1},  {1, 1, 4096},    {4096, 1, 3},  {6, 16, 8},
+      {12, 32, 9},   {13, 33, 5},     {5, 15, 1000}, {33, 65, 129},
+      {3, 1100, 7},  {100, 40, 600},  {97, 203, 61}, {1, 3000, 600},
+      {301, 7, 400}, {256, 256, 256}, {64, 64, 4096}};
+  ThreadPool twoThreads(2);
+  std::mt19937 rng(42);
+  for (const Shape &shape : shapes) {
+    for (bool transposeB : {false, true}) {
+      for (int64_t padding : {0, 3}) {
+        const Matrix a(shape.m, shape.k, padding, rng);
+        const Matrix b = transposeB ? Matrix(shape.n, shape.k, padding, rng)
+                                    : Matrix(shape.k, shape.n, padding, rng);
+        for (ThreadPool *pool :
+             {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
+          Matrix c(shape.m, shape.n, padding, rng);
+          std::fill(c.data.begin(), c.data.end(), kNaN);
+          sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(),
+                b.ld, transposeB, c.data.data(), c.ld, pool);
+          expectProduct(a, b, transposeB, c,
+                        shapeName(shape) + (transposeB ? " transposeB" : "") +
+                            " padding " + std::to_string(padding) +
+                            (pool ? " 2 threads" : " serial"));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(SgemmTest, AccumulatesIntoC) {
+  // C0 + A·B for shapes of one and several k blocks, serial and threaded, and
+  // C left alone for k == 0.
+  ThreadPool twoThreads(2);
+  std::mt19937 rng(5);
+  for (const Shape &shape : {Shape{7, 13, 17}, Shape{100, 40, 600},
+                             Shape{256, 256, 256}, Shape{3, 4, 0}}) {
+    for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
+      const Matrix a(shape.m, shape.k, 0, rng), b(shape.k, shape.n, 0, rng);
+      const Matrix initial(shape.m, shape.n, 0, rng);
+      Matrix c = initial;
+      sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(), b.ld,
+            false, c.data.data(), c.ld, pool, /*accumulate=*/true);
+      // Subtracting C0 leaves the product, within the rounding of one add.
+      Matrix product = c;
+      for (int64_t i = 0; i < shape.m; ++i)
+        for (int64_t j = 0; j < shape.n; ++j)
+          product.at(i, j) -= initial.at(i, j);
+      if (shape.k == 0) {
+        EXPECT_EQ(c.data, initial.data) << shapeName(shape);
+        continue;
+      }
+      int64_t mismatches = 0;
+      for (int64_t i = 0; i < shape.m; ++i)
+        for (int64_t j = 0; j < shape.n; ++j) {
+          double sum = 0;
+          for (int64_t p = 0; p < shape.k; ++p)
+            sum += double(a.at(i, p)) * b.at(p, j);
+          if (std::fabs(product.at(i, j) - sum) > 1e-4 && mismatches++ < 5)
+            ADD_FAILURE() << shapeName(shape) << ": C[" << i << "," << j
+                          << "] - C0 = " << product.at(i, j) << ", expected "
+                          << sum;
+        }
+      EXPECT_EQ(mismatches, 0) << shapeName(shape);
+    }
+  }
+}
+
+TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
+  std::mt19937 rng(7);
+  const Matrix a(301, 700, 0, rng), b(700, 203, 0, rng);
+  Matrix serial(301, 203, 0, rng), parallel(301, 203, 0, rng);
+  ThreadPool threads(3);
+  sgemm(301, 203, 700, a.data.data(), a.ld, b.data.data(), b.ld, false,
+        serial.data.data(), serial.ld, nullptr);
+  sgemm(301, 203, 700, a.data.data(), a.ld, b.data.data(), b.ld, false,
+        parallel.data.data(), parallel.ld, &threads);
+  EXPECT_EQ(serial.data, parallel.data);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, SgemmTest,
+                         ::testing::Values(GemmIsa::Generic, GemmIsa::Avx2,
+                                           GemmIsa::Avx512),
+                         [](const ::testing::TestParamInfo<GemmIsa> &info) {
+                           return std::string(gemmIsaName(info.param));
+                         });
+
+TEST(GemmIsaTest, NamesAndLimits) {
+  EXPECT_STREQ(gemmIsaName(GemmIsa::Generic), "generic");
+  EXPECT_STREQ(gemmIsaName(GemmIsa::Avx2), "avx2");
+  EXPECT_STREQ(gemmIsaName(GemmIsa::Avx512), "avx512");
+  const GemmIsa previous = activeGemmIsa();
+  // Asking for more than the CPU has gives the best it has.
+  setGemmIsa(GemmIsa::Avx512);
+  EXPECT_EQ(activeGemmIsa(), detectGemmIsa());
+  setGemmIsa(previous);
+}
+
+//===----------------------------------------------------------------------===//
+// kiln_ukernel_sgemm
+//===----------------------------------------------------------------------===//
+
+/// A batch of row-major matrices, `stride` floats apart; stride 0 is one
+/// matrix shared by the batch.
+struct Batch {
+  std::vector<Matrix> entries;
+  int64_t stride;
+  std::vector<float> data;
+
+  Batch(int64_t batch, int64_t rows, int64_t cols, int64_t padding, bool shared,
+        std::mt19937 &rng) {
+    const int64_t stored = shared ? 1 : std::max<int64_t>(1, batch);
+    for (int64_t i = 0; i < stored; ++i)
+      entries.emplace_back(rows, cols, padding, rng);
+    const int64_t size = entries[0].data.size();
+    stride = shared ? 0 : size + 5; // gaps between entries, filled with NaN
+    data.assign(size + stride * (stored - 1), kNaN);
+    for (size_t i = 0; i < entries.size(); ++i)
+      std::copy(entries[i].data.begin(), entries[i].data.end(),
+                data.begin() + i * stride);
+  }
+  const Matrix &entry(int64_t i) const { return entries[stride ? i : 0]; }
+};
+
+struct BatchCase {
+  int64_t batch, m, n, k;
+  bool sharedA, sharedB, transposeB;
+};
+
+void checkBatchedGemm(const BatchCase &bc, ThreadPool *pool) {
+  std::mt19937 rng(11);
+  const Batch a(bc.batch, bc.m, bc.k, 1, bc.sharedA, rng);
+  const Batch b = bc.transposeB
+                      ? Batch(bc.batch, bc.n, bc.k, 2, bc.sharedB, rng)
+                      : Batch(bc.batch, bc.k, bc.n, 2, bc.sharedB, rng);
+  Batch c(bc.batch, bc.m, bc.n, 3, false, rng);
+  std::fill(c.data.begin(), c.data.end(), kNaN);
+  {
+    ScopedThreadPool scope(pool);
+    kiln_ukernel_sgemm(bc.batch, bc.m, bc.n, bc.k, a.data.data(), a.stride,
+                       a.entry(0).ld, b.data.data(), b.stride, b.entry(0).ld,
+                       bc.transposeB, c.data.data(), c.stride, c.entry(0).ld,
+                       /*accumulate=*/0);
+  }
+  for (int64_t i = 0; i < bc.batch; ++i) {
+    Matrix result = c.entry(i);
+    std::copy_n(c.data.begin() + i * c.stride, result.data.size(),
+                result.data.begin());
+    expectProduct(a.entry(i), b.entry(i), bc.transposeB, result,
+                  "batch entry " + std::to_string(i) + " of " +
+                      std::to_string(bc.batch) +
+                      (pool ? " pooled" : " serial"));
+  }
+  // The gaps between C entries stay untouched.
+  for (int64_t i = 0; i + 1 < bc.batch; ++i)
+    for (int64_t g = c.entry(0).data.size(); g < c.stride; ++g)
+      EXPECT_TRUE(std::isnan(c.data[i * c.stride + g])) << "gap after " << i;
+}
+
+TEST(KilnUkernelSgemmTest, BatchesWithOwnAndSharedOperands) {
+  const BatchCase cases[] = {
+      {0, 4, 4, 4, false, false, false},
+      {1, 37, 45, 70, false, false, false},
+      {1, 120, 150, 70, false, false, true}, // split inside the one product
+      {3, 7, 13, 17, false, false, false},
+      {3, 40, 50, 60, false, false, true},
+      {4, 16, 20, 64, false, true, false}, // one weight for every entry
+      {4, 16, 20, 64, true, false, true},  // one activation for every entry
+      {5, 64, 96, 80, false, true, true},  // split across the batch
+      {2, 128, 64, 64, false, true, false},
+      {2, 3, 5, 0, false, false, false},
+  };
+  ThreadPool twoThreads(2);
+  for (const BatchCase &bc : cases) {
+    checkBatchedGemm(bc, nullptr);
+    checkBatchedGemm(bc, &twoThreads);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// ThreadPool
+//===----------------------------------------------------------------------===//
+
+TEST(ThreadPoolTest, Size) {
+  EXPECT_EQ(ThreadPool(1).size(), 1);
+  EXPECT_EQ(ThreadPool(3).size(), 3);
+  EXPECT_EQ(
+      ThreadPool(0).size(),
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST(ThreadPoolTest, CoversEveryIndexOnceInContiguousChunks) {
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    for (int64_t count : {1, 2, 3, 7, 1000}) {
+      std::vector<std::atomic<int>> visits(count);
+      std::atomic<int> chunks{0};
+      pool.parallelFor(count, [&](int64_t begin, int64_t end) {
+        EXPECT_LT(begin, end);
+        ++chunks;
+        for (int64_t i = begin; i < end; ++i)
+          ++visits[i];
+      });
+      for (int64_t i = 0; i < count; ++i)
+        EXPECT_EQ(visits[i].load(), 1) << "index " << i << " of " << count;
+      EXPECT_EQ(chunks.load(), std::min<int64_t>(count, threads));
+    }
+  }
+}
+
+TEST(ThreadPoolTest, EmptyRangeRunsNothing) {
+  ThreadPool pool(2);
+  bool ran = false;
+  pool.parallelFor(0, [&](int64_t, int64_t) { ran = true; });
+  pool.parallelFor(-3, [&](int64_t, int64_t) { ran = true; });
+  EXPECT_FALSE(ran);
+}
+
+TEST(ThreadPoolTest, NestedCallsRunInline) {
+  ThreadPool pool(2);
+  std::vector<std::atomic<int>> visits(8 * 8);
+  pool.parallelFor(8, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      pool.parallelFor(8, [&](int64_t innerBegin, int64_t innerEnd) {
+        for (int64_t j = innerBegin; j < innerEnd; ++j)
+          ++visits[i * 8 + j];
+      });
+  });
+  for (const std::atomic<int> &v : visits)
+    EXPECT_EQ(v.load(), 1);
+}
+
+TEST(ThreadPoolTest, ConcurrentCallers) {
+  ThreadPool pool(2);
+  constexpr int kCallers = 4, kCalls = 200, kCount = 100;
+  std::vector<int64_t> sums(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; ++t)
+    callers.emplace_back([&, t] {
+      for (int call = 0; call < kCalls; ++call) {
+        std::atomic<int64_t> sum{0};
+        pool.parallelFor(kCount, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i)
+            sum += i;
+        });
+        sums[t] += sum.load();
+      }
+    });
+  for (std::thread &caller : callers)
+    caller.join();
+  for (int64_t sum : sums)
+    EXPECT_EQ(sum, int64_t(kCalls) * kCount * (kCount - 1) / 2);
+}
+
+TEST(ThreadPoolTest, RethrowsAfterAllChunksFinish) {
+  ThreadPool pool(2);
+  std::atomic<int> finished{0};
+  EXPECT_THROW(pool.parallelFor(2,
+                                [&](int64_t begin, int64_t) {
+                                  if (begin == 0)
+                                    throw std::runtime_error("chunk 0");
+                                  ++finished;
+                                }),
+               std::runtime_error);
+  EXPECT_EQ(finished.load(), 1);
+  // The pool is still usable.
+  std::atomic<int> ran{0};
+  pool.parallelFor(2, [&](int64_t, int64_t) { ++ran; });
+  EXPECT_EQ(ran.load(), 2);
+}
+
+TEST(ThreadPoolTest, ScopedThreadPoolSetsAndRestores) {
+  EXPECT_EQ(currentThreadPool(), nullptr);
+  ThreadPool outer(1), inner(1);
+  {
+    ScopedThreadPool outerScope(&outer);
+    EXPECT_EQ(currentThreadPool(), &outer);
+    {
+      ScopedThreadPool innerScope(&inner);
+      EXPECT_EQ(currentThreadPool(), &inner);
+    }
+    EXPECT_EQ(currentThreadPool(), &outer);
+    // Other threads keep their own.
+    std::thread([] { EXPECT_EQ(currentThreadPool(), nullptr); }).join();
+  }
+  EXPECT_EQ(currentThreadPool(), nullptr);
+}
+
+} // namespace
