@@ -31,6 +31,12 @@ struct EmitEntryPointPass : public impl::EmitEntryPointBase<EmitEntryPointPass> 
                              "memref results only";
       return signalPassFailure();
     }
+    for (Type param : wrapper.getFunctionType().getParams())
+      if (!isa<LLVM::LLVMPointerType>(param)) {
+        wrapper.emitError() << "takes a " << param
+                            << " by value; kiln_entry passes memref arguments only";
+        return signalPassFailure();
+      }
     bool hasResults =
         !isa<LLVM::LLVMVoidType>(function.getFunctionType().getReturnType());
     // The arguments are read-only buffers (bufferization.writable = false).
@@ -41,6 +47,13 @@ struct EmitEntryPointPass : public impl::EmitEntryPointBase<EmitEntryPointPass> 
                             UnitAttr::get(&getContext()));
     unsigned numDescriptors =
         wrapper.getFunctionType().getNumParams() - (hasResults ? 1 : 0);
+
+    // A buffer from the runtime's allocator aliases no other.
+    for (StringRef allocator :
+         {"_mlir_memref_to_llvm_alloc", "_mlir_memref_to_llvm_aligned_alloc"})
+      if (auto declaration = module.lookupSymbol<LLVM::LLVMFuncOp>(allocator))
+        declaration.setResultAttr(0, LLVM::LLVMDialect::getNoAliasAttrName(),
+                                  UnitAttr::get(&getContext()));
 
     MLIRContext *ctx = &getContext();
     Location loc = function.getLoc();

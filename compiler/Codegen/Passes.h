@@ -3,6 +3,7 @@
 #define KILN_COMPILER_CODEGEN_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -17,6 +18,8 @@ namespace kiln {
 constexpr llvm::StringLiteral kWeightsAttrName = "kiln.weights";
 /// The symbol the runtime calls.
 constexpr llvm::StringLiteral kEntrySymbol = "kiln_entry";
+/// The runtime's handler of failed run-time checks; it does not return.
+constexpr llvm::StringLiteral kTrapFunction = "kiln_rt_trap";
 /// The runtime's GEMM microkernel.
 constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
 

@@ -94,6 +94,32 @@ def LinalgToUkernels : Pass<"kiln-linalg-to-ukernels", "mlir::ModuleOp"> {
   ];
 }
 
+def AssertsToTraps : Pass<"kiln-asserts-to-traps", "mlir::ModuleOp"> {
+  let summary = "Turns failed run-time checks into calls to the runtime's trap";
+  let description = [{
+    Runs on control flow (after scf-to-cf). Each `cf.assert %ok, "message"`
+    becomes a branch to a block that calls `kiln_rt_trap("message")`, which
+    does not return: the runtime ends the run with an error that carries the
+    message. Upstream's lowering would print the message and abort the
+    process; a bad request must not take down a server.
+
+    Example:
+
+    ```mlir
+    cf.assert %ok, "node 'Add_3' (kiln.add): ..."
+    // becomes
+    cf.cond_br %ok, ^continue, ^trap
+  ^trap:
+    llvm.call @kiln_rt_trap(%message) : (!llvm.ptr) -> ()
+    llvm.unreachable
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
 def EmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
   let summary = "Adds the runtime's entry point, kiln_entry(args, results)";
   let description = [{
@@ -111,8 +137,10 @@ def EmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
 
     The entry function's pointer parameters are marked `noalias`: they are
     the inputs' and weights' buffers, which `kiln-prepare-entry-point` made
-    read-only, so no write can go through them. That lets LLVM keep loop
-    accumulators in registers and vectorize loops that read them.
+    read-only, so no write can go through them. The results of the runtime's
+    allocation functions (`_mlir_memref_to_llvm_(aligned_)alloc`) are marked
+    `noalias` too: each is a fresh buffer. Both let LLVM keep loop
+    accumulators in registers and vectorize loops.
   }];
   let options = [
     Option<"functionName", "function", "std::string", /*default=*/"\"main\"",

@@ -55,6 +55,7 @@ void buildLLVMCPULoweringPipeline(OpPassManager &pm) {
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertSCFToCFPass());
+  pm.addPass(createAssertsToTraps());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(arith::createArithExpandOpsPass());
@@ -62,11 +63,14 @@ void buildLLVMCPULoweringPipeline(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
-  // aligned_alloc rather than malloc plus pointer arithmetic: LLVM then knows
-  // each buffer is a fresh allocation that aliases no other, which loop
-  // vectorization and register promotion of accumulators depend on.
+  // Buffers come from the runtime's pool (MLIR's generic allocation
+  // functions), aligned by the allocator rather than by pointer arithmetic:
+  // with kiln-emit-entry-point marking the allocator's result noalias, LLVM
+  // knows each buffer aliases no other, which loop vectorization and register
+  // promotion of accumulators depend on.
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useAlignedAlloc = true;
+  memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

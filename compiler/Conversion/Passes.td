@@ -17,6 +17,10 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::func::FuncOp"> {
     Dynamic sizes are read from the operands at run time (`tensor.dim`). A
     dynamic dimension is assumed not to broadcast: it must equal the other
     operands' sizes, as the ONNX exports guarantee for `batch` and `sequence`.
+    What the types cannot guarantee is checked at run time with `cf.assert`,
+    whose message names the ONNX node: sizes that must agree (broadcast
+    operands, contraction sizes, concat inputs, split sizes, reshape element
+    counts, squeezed dims) and gather indices in range.
 
     Example:
 
@@ -29,6 +33,7 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
     "::mlir::tensor::TensorDialect",

@@ -1,10 +1,13 @@
 //===- Runtime.cpp - The Kiln runtime C API -------------------------------===//
 #include "kiln/runtime.h"
 #include "runtime/src/Artifact.h"
+#include "runtime/src/BufferPool.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
 
+#include <csetjmp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -40,6 +43,13 @@ struct OutputResult {
   void *data = nullptr;
   size_t byteSize = 0;
 };
+
+/// Where kiln_rt_trap returns to: the run in progress on this thread.
+struct TrapTarget {
+  std::jmp_buf jump;
+  const char *message = nullptr;
+};
+thread_local TrapTarget *currentTrapTarget = nullptr;
 
 /// The pointer MLIR puts in the allocated field of a descriptor of a global;
 /// it is not an allocation.
@@ -89,14 +99,45 @@ struct kiln_session_s {
   std::vector<InputBinding> inputs;
   std::vector<OutputBinding> outputBindings;
   std::vector<OutputResult> results;
-  std::vector<void *> allocations; // freed before the next run and at release
+  std::vector<void *> allocations; // released before the next run and at release
   bool hasResults = false;
 
   kiln_status_t checkInput(int32_t index, kiln_dtype_t dtype, size_t rank,
                            const int64_t *shape, size_t byteSize) const;
   kiln_status_t run();
+  kiln_status_t callEntry(void **arguments, void *results);
   void releaseResults();
 };
+
+// Generated code checks at run time what the manifest cannot express (inputs
+// whose sizes must agree, gather indices in range) and calls this when a check
+// fails. It never returns: it jumps back to callEntry, which reports the
+// message. No C++ frame lies between the two, only generated code.
+extern "C" KILN_API void kiln_rt_trap(const char *message) {
+  TrapTarget *target = currentTrapTarget;
+  if (!target) {
+    std::fprintf(stderr, "kiln: %s (outside a run)\n", message);
+    std::abort();
+  }
+  target->message = message;
+  std::longjmp(target->jump, 1);
+}
+
+kiln_status_t kiln_session_s::callEntry(void **arguments, void *results) {
+  kiln::rt::ScopedThreadPool scope(model->instance->pool.get());
+  TrapTarget target;
+  TrapTarget *outer = currentTrapTarget;
+  currentTrapTarget = &target;
+  if (setjmp(target.jump) == 0)
+    model->artifact->entry()(arguments, results);
+  currentTrapTarget = outer;
+  if (target.message)
+    // The buffers the run had allocated so far are not reachable any more;
+    // they leak, which a failed run of a bad request may afford.
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      std::string("the inputs are inconsistent: ") + target.message);
+  return nullptr;
+}
 
 kiln_status_t kiln_session_s::checkInput(int32_t index, kiln_dtype_t dtype,
                                          size_t rank, const int64_t *shape,
@@ -144,7 +185,7 @@ kiln_status_t kiln_session_s::checkInput(int32_t index, kiln_dtype_t dtype,
 
 void kiln_session_s::releaseResults() {
   for (void *allocation : allocations)
-    std::free(allocation);
+    kiln::rt::releaseBuffer(allocation);
   allocations.clear();
   results.clear();
   hasResults = false;
@@ -202,10 +243,8 @@ kiln_status_t kiln_session_s::run() {
   for (const kiln::rt::TensorInfo &output : artifact.outputs())
     resultWords += 3 + 2 * output.dims.size();
   std::vector<int64_t> resultDescriptors(resultWords, 0);
-  {
-    kiln::rt::ScopedThreadPool scope(model->instance->pool.get());
-    artifact.entry()(arguments.data(), resultDescriptors.data());
-  }
+  if (kiln_status_t status = callEntry(arguments.data(), resultDescriptors.data()))
+    return status;
 
   // Take ownership of the result buffers, each once; inputs, weights and
   // globals are not allocations.
@@ -260,7 +299,7 @@ kiln_status_t kiln_session_s::run() {
       result.data = const_cast<char *>(source);
       continue;
     } else {
-      result.data = std::malloc(result.byteSize ? result.byteSize : 1);
+      result.data = kiln::rt::allocateBuffer(64, result.byteSize);
       if (!result.data)
         return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED,
                           "output '" + info.name + "': out of memory");

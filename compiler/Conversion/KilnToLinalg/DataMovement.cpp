@@ -122,6 +122,17 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
     for (OpFoldResult size : inputSizes)
       total = m.mul(total, indexValue(rewriter, loc, size));
     Value inferred = rewriter.create<arith::DivSIOp>(loc, total, m.nonZero(known));
+    if (!resultType.hasStaticShape() || !cast<RankedTensorType>(input.getType()).hasStaticShape()) {
+      // The requested shape must keep the element count.
+      Value count = m.c(1);
+      for (int64_t dim = 0; dim < rank; ++dim)
+        count = m.mul(count, resultType.isDynamicDim(dim)
+                                 ? m.select(m.eq(requested[dim], m.c(-1)), inferred,
+                                            resolved[dim])
+                                 : resolved[dim]);
+      check(rewriter, loc, op, m.eq(count, total),
+            "the requested shape does not hold the input's element count");
+    }
     SmallVector<OpFoldResult> sizes;
     for (int64_t dim = 0; dim < rank; ++dim) {
       if (!resultType.isDynamicDim(dim))
@@ -143,9 +154,13 @@ struct SqueezeLowering : public OpConversionPattern<SqueezeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     SmallVector<OpFoldResult> sizes;
     for (auto [dim, size] :
-         llvm::enumerate(sizesOf(rewriter, op.getLoc(), adaptor.getInput())))
+         llvm::enumerate(sizesOf(rewriter, op.getLoc(), adaptor.getInput()))) {
       if (!llvm::is_contained(op.getAxes(), (int64_t)dim))
         sizes.push_back(size);
+      else
+        checkSameSize(rewriter, op.getLoc(), op, size, rewriter.getIndexAttr(1),
+                      "squeezed dim " + Twine(dim) + " is not 1");
+    }
     rewriter.replaceOp(op, reshapeTo(rewriter, op.getLoc(), adaptor.getInput(),
                                      op.getType(), sizes));
     return success();
@@ -211,6 +226,11 @@ struct ConcatLowering : public OpConversionPattern<ConcatOp> {
     Value result = emptyTensor(rewriter, loc, op.getType(), sizes);
     for (auto [index, input] : llvm::enumerate(inputs)) {
       SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+      for (int64_t dim = 0; dim < (int64_t)sizes.size(); ++dim)
+        if (dim != axis)
+          checkSameSize(rewriter, loc, op, inputSizes[dim], sizes[dim],
+                        "input " + Twine(index) + " dim " + Twine(dim) +
+                            " does not match input 0");
       SmallVector<OpFoldResult> at(sizes.size(), rewriter.getIndexAttr(0));
       at[axis] = offsets[index];
       SmallVector<OpFoldResult> strides(sizes.size(), rewriter.getIndexAttr(1));
@@ -233,6 +253,11 @@ struct SplitLowering : public OpConversionPattern<SplitOp> {
     SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, adaptor.getInput());
     SmallVector<OpFoldResult> offsets(sizes.size(), rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> strides(sizes.size(), rewriter.getIndexAttr(1));
+    int64_t total = 0;
+    for (int64_t size : op.getSizes())
+      total += size;
+    checkSameSize(rewriter, loc, op, sizes[axis], rewriter.getIndexAttr(total),
+                  "the split sizes do not add up to dim " + Twine(axis));
     SmallVector<Value> results;
     int64_t offset = 0;
     for (auto [size, result] : llvm::zip(op.getSizes(), op.getResults())) {
@@ -349,9 +374,13 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
           IndexMath n{b, nestedLoc};
           Value index =
               b.create<arith::IndexCastOp>(nestedLoc, b.getIndexType(), args[0]);
-          // Out-of-range indices are clamped rather than read out of bounds.
-          index = n.clamp(n.wrapNegative(index, axisSize), n.c(0),
-                          n.sub(axisSize, n.c(1)));
+          index = n.wrapNegative(index, axisSize);
+          Value inRange = b.create<arith::AndIOp>(
+              nestedLoc, b.create<arith::CmpIOp>(nestedLoc, arith::CmpIPredicate::sge,
+                                                 index, n.c(0)),
+              n.lt(index, axisSize));
+          check(b, nestedLoc, op, inRange,
+                "an index is out of range for data dim " + Twine(axis));
           SmallVector<Value> source;
           for (int64_t dim = 0; dim < axis; ++dim)
             source.push_back(b.create<linalg::IndexOp>(nestedLoc, dim));
@@ -400,7 +429,7 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
       Value requested = extractIndex(rewriter, loc, adaptor.getShape(), shapeIndex);
       sizes.push_back(m.select(m.eq(requested, m.c(1)), inputSize, requested));
     }
-    rewriter.replaceOp(op, broadcastTo(rewriter, loc, input, resultType, sizes));
+    rewriter.replaceOp(op, broadcastTo(rewriter, loc, op, input, resultType, sizes));
     return success();
   }
 };

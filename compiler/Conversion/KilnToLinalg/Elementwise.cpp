@@ -211,6 +211,7 @@ struct ElementwiseLowering : public ConversionPattern {
     maps.push_back(AffineMap::getMultiDimIdentityMap(rank, getContext()));
     SmallVector<OpFoldResult> sizes =
         lowering::broadcastSizes(rewriter, loc, resultType, operands);
+    lowering::checkBroadcast(rewriter, loc, op, operands, resultType, sizes);
     Value init = lowering::emptyTensor(rewriter, loc, resultType, sizes);
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);

@@ -4,6 +4,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -20,7 +21,8 @@ struct ConvertKilnToLinalgPass
   void runOnOperation() override {
     mlir::MLIRContext *ctx = &getContext();
     mlir::ConversionTarget target(*ctx);
-    target.addLegalDialect<mlir::arith::ArithDialect, mlir::linalg::LinalgDialect,
+    target.addLegalDialect<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
+                           mlir::linalg::LinalgDialect,
                            mlir::math::MathDialect, mlir::tensor::TensorDialect,
                            mlir::func::FuncDialect>();
     target.addIllegalDialect<KilnDialect>();

@@ -83,6 +83,9 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
     OpFoldResult m = lhsSizes[lhsType.getRank() - 2];
     OpFoldResult k = lhsSizes.back();
     OpFoldResult n = transposeB ? rhsSizes[rhsType.getRank() - 2] : rhsSizes.back();
+    OpFoldResult rhsK = transposeB ? rhsSizes.back() : rhsSizes[rhsType.getRank() - 2];
+    checkSameSize(rewriter, loc, op, rhsK, k,
+                  "the operands' contraction sizes differ");
 
     if (rhsType.getRank() == 2) {
       SmallVector<OpFoldResult> batch(lhsSizes.begin(), lhsSizes.end() - 2);
@@ -127,7 +130,7 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
     auto flatten = [&](Value operand, ArrayRef<OpFoldResult> operandSizes) {
       SmallVector<OpFoldResult> sizes = batch;
       sizes.append(operandSizes.end() - 2, operandSizes.end());
-      Value broadcast = broadcastTo(rewriter, loc, operand,
+      Value broadcast = broadcastTo(rewriter, loc, op, operand,
                                     tensorType(sizes, elementType), sizes);
       OpFoldResult batchSize = multiplySizes(rewriter, loc, batch);
       SmallVector<OpFoldResult> flatSizes = {batchSize, sizes[rank - 2],

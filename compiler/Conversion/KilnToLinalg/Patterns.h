@@ -55,10 +55,18 @@ broadcastSizes(mlir::OpBuilder &b, mlir::Location loc,
 /// unless the result dimension is also static 1.
 mlir::AffineMap broadcastMap(mlir::RankedTensorType operandType,
                              mlir::RankedTensorType resultType);
-/// Copies `input` broadcast to `resultType` (sizes `sizes`).
+/// Copies `input` broadcast to `resultType` (sizes `sizes`), checking that
+/// each dynamic dim of `input` has the size it is read at (they do not
+/// broadcast).
 mlir::Value broadcastTo(mlir::OpBuilder &b, mlir::Location loc,
-                        mlir::Value input, mlir::RankedTensorType resultType,
+                        mlir::Operation *op, mlir::Value input,
+                        mlir::RankedTensorType resultType,
                         llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// Checks, for each operand, that every dynamic dim read through
+/// broadcastMap equals the result's size there.
+void checkBroadcast(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                    mlir::ValueRange operands, mlir::RankedTensorType resultType,
+                    llvm::ArrayRef<mlir::OpFoldResult> sizes);
 /// Element `i` of a 1-D i64 tensor as an index value.
 mlir::Value extractIndex(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value tensor, int64_t i);
@@ -81,6 +89,16 @@ mlir::Value reduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
 /// `value` (an index) as a scalar of `type`.
 mlir::Value indexToScalar(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, mlir::Type type);
+/// Emits a run-time check (cf.assert) that `ok` holds, whose message names
+/// `op`'s ONNX node and says `what` is wrong. Backends turn failed checks into
+/// errors of the run, not crashes.
+void check(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+           mlir::Value ok, const llvm::Twine &what);
+/// Checks that sizes `actual` and `expected` are equal, unless they are the
+/// same value or equal constants.
+void checkSameSize(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                   mlir::OpFoldResult actual, mlir::OpFoldResult expected,
+                   const llvm::Twine &what);
 /// A (possibly dynamic) tensor cast of `value` to `type` when they differ.
 mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                    mlir::RankedTensorType type);

@@ -3,6 +3,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -79,9 +80,27 @@ AffineMap broadcastMap(RankedTensorType operandType,
   return AffineMap::get(rank, 0, exprs, ctx);
 }
 
-Value broadcastTo(OpBuilder &b, Location loc, Value input,
+void checkBroadcast(OpBuilder &b, Location loc, Operation *op,
+                    ValueRange operands, RankedTensorType resultType,
+                    ArrayRef<OpFoldResult> sizes) {
+  int64_t rank = resultType.getRank();
+  for (auto [index, operand] : llvm::enumerate(operands)) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    int64_t offset = rank - type.getRank();
+    for (int64_t dim = 0; dim < type.getRank(); ++dim)
+      if (type.isDynamicDim(dim))
+        checkSameSize(b, loc, op, tensor::getMixedSize(b, loc, operand, dim),
+                      sizes[dim + offset],
+                      "operand " + Twine(index) + " dim " + Twine(dim) +
+                          " does not match the result's size (dynamic sizes "
+                          "do not broadcast)");
+  }
+}
+
+Value broadcastTo(OpBuilder &b, Location loc, Operation *op, Value input,
                   RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
   auto inputType = cast<RankedTensorType>(input.getType());
+  checkBroadcast(b, loc, op, input, resultType, sizes);
   if (inputType == resultType)
     return input;
   int64_t rank = resultType.getRank();
@@ -187,6 +206,41 @@ Value indexToScalar(OpBuilder &b, Location loc, Value value, Type type) {
   if (type.getIntOrFloatBitWidth() < 64)
     return b.create<arith::TruncIOp>(loc, type, asInt);
   return asInt;
+}
+
+/// "node 'NAME' (kiln.add)", from the ONNX node name the importer put in the
+/// op's location.
+static std::string describe(Operation *op) {
+  std::string name;
+  op->getLoc()->walk([&](Location loc) {
+    if (auto named = dyn_cast<NameLoc>(loc)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  std::string kind = op->getName().getStringRef().str();
+  return name.empty() ? kind : "node '" + name + "' (" + kind + ")";
+}
+
+void check(OpBuilder &b, Location loc, Operation *op, Value ok,
+           const Twine &what) {
+  b.create<cf::AssertOp>(loc, ok, describe(op) + ": " + what.str());
+}
+
+void checkSameSize(OpBuilder &b, Location loc, Operation *op,
+                   OpFoldResult actual, OpFoldResult expected,
+                   const Twine &what) {
+  if (actual == expected)
+    return;
+  std::optional<int64_t> actualConstant = getConstantIntValue(actual);
+  std::optional<int64_t> expectedConstant = getConstantIntValue(expected);
+  if (actualConstant && expectedConstant && *actualConstant == *expectedConstant)
+    return;
+  Value equal = b.create<arith::CmpIOp>(
+      loc, arith::CmpIPredicate::eq, getValueOrCreateConstantIndexOp(b, loc, actual),
+      getValueOrCreateConstantIndexOp(b, loc, expected));
+  check(b, loc, op, equal, what);
 }
 
 Value castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {

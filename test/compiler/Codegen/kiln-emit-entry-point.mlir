@@ -8,13 +8,22 @@
 
 // Tests that kiln_entry(arguments, results) loads the i-th descriptor
 // pointer from arguments[i] and calls the C interface with the results
-// pointer first, then the descriptors in argument order, and that the
-// existing functions are left as they are.
+// pointer first, then the descriptors in argument order; that every pointer
+// parameter of the entry function (the allocated and aligned pointers of
+// each descriptor) is marked llvm.noalias and its i64 parameters are not;
+// and that the C interface wrapper's parameters are not marked and the
+// bodies are left as they are.
 
 // CHECK-LABEL: module @two_results
 // CHECK: llvm.func @main(
+// CHECK-SAME: %{{[a-zA-Z0-9_]+}}: !llvm.ptr {llvm.noalias}, %{{[a-zA-Z0-9_]+}}: !llvm.ptr {llvm.noalias},
+// CHECK-SAME: %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64,
+// CHECK-SAME: %{{[a-zA-Z0-9_]+}}: !llvm.ptr {llvm.noalias}, %{{[a-zA-Z0-9_]+}}: !llvm.ptr {llvm.noalias},
+// CHECK-SAME: %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64, %{{[a-zA-Z0-9_]+}}: i64)
 // CHECK-SAME: -> !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, struct<(ptr, ptr, i64)>)>
-// CHECK: llvm.func @_mlir_ciface_main(%{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr)
+// CHECK-NEXT: llvm.mlir.undef
+// CHECK-NEXT: llvm.return
+// CHECK: llvm.func @_mlir_ciface_main(%{{[a-zA-Z0-9_]+}}: !llvm.ptr, %{{[a-zA-Z0-9_]+}}: !llvm.ptr, %{{[a-zA-Z0-9_]+}}: !llvm.ptr) attributes
 // CHECK-NEXT: llvm.return
 // CHECK: llvm.func @kiln_entry(%[[ARGS:.+]]: !llvm.ptr, %[[RESULTS:.+]]: !llvm.ptr) {
 // CHECK-NEXT: %[[SLOT0:.+]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
@@ -40,9 +49,15 @@ module @two_results {
 // -----
 
 // Tests that a function with a single result still gets the results pointer
-// first, and that all four argument descriptors are loaded in order.
+// first, that all four argument descriptors are loaded in order, and that
+// the pointer parameters of an entry function that is a declaration are
+// marked llvm.noalias too, while another function's are not.
 
 // CHECK-LABEL: module @one_result
+// CHECK: llvm.func @main(!llvm.ptr {llvm.noalias}, !llvm.ptr {llvm.noalias}, i64, i64, i64, !llvm.ptr {llvm.noalias}, !llvm.ptr {llvm.noalias}, i64, i64, i64,
+// CHECK-SAME: !llvm.ptr {llvm.noalias}, !llvm.ptr {llvm.noalias}, i64, !llvm.ptr {llvm.noalias}, !llvm.ptr {llvm.noalias}, i64)
+// CHECK: llvm.func @_mlir_ciface_main(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr){{$}}
+// CHECK: llvm.func @helper(!llvm.ptr, i64){{$}}
 // CHECK: llvm.func @kiln_entry(
 // CHECK-SAME: %[[ARGS:[a-zA-Z0-9_]+]]: !llvm.ptr, %[[RESULTS:[a-zA-Z0-9_]+]]: !llvm.ptr)
 // CHECK: %[[S0:.+]] = llvm.getelementptr %[[ARGS]][0]
@@ -60,6 +75,7 @@ module @one_result {
                   !llvm.ptr, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64)
       -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
   llvm.func @_mlir_ciface_main(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+  llvm.func @helper(!llvm.ptr, i64)
 }
 
 // -----
@@ -122,4 +138,16 @@ module {
 module {
   llvm.func @forward(!llvm.ptr)
   llvm.func @_mlir_ciface_forward(!llvm.ptr)
+}
+
+// -----
+
+// Tests that a C interface that returns its result by value (a scalar
+// result, which --convert-func-to-llvm passes back without an out-pointer)
+// is an error: kiln_entry passes results through an out-pointer only.
+
+module {
+  llvm.func @main(!llvm.ptr, !llvm.ptr, i64, i64, i64) -> f32
+  // expected-error @+1 {{returns its result by value; kiln_entry supports memref results only}}
+  llvm.func @_mlir_ciface_main(!llvm.ptr) -> f32
 }

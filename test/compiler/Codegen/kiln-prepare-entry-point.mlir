@@ -10,9 +10,9 @@
 // CHECK-LABEL: module attributes
 // CHECK-SAME: {kiln.weights = [dense<{{\[}}[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00], [8.000000e+00, 9.000000e+00, 1.000000e+01, 1.100000e+01], [1.200000e+01, 1.300000e+01, 1.400000e+01, 1.500000e+01], [1.600000e+01, 1.700000e+01, 1.800000e+01, 1.900000e+01]]> : tensor<5x4xf32>, dense_resource<wte> : tensor<8x4xf32>]}
 // CHECK: func.func @main(
-// CHECK-SAME: %[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32> {bufferization.writable = false, llvm.noalias},
-// CHECK-SAME: %[[W:[a-zA-Z0-9_]+]]: tensor<5x4xf32> {bufferization.writable = false, llvm.noalias},
-// CHECK-SAME: %[[WTE:[a-zA-Z0-9_]+]]: tensor<8x4xf32> {bufferization.writable = false, llvm.noalias})
+// CHECK-SAME: %[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32> {bufferization.writable = false},
+// CHECK-SAME: %[[W:[a-zA-Z0-9_]+]]: tensor<5x4xf32> {bufferization.writable = false},
+// CHECK-SAME: %[[WTE:[a-zA-Z0-9_]+]]: tensor<8x4xf32> {bufferization.writable = false})
 // CHECK-SAME: -> tensor<?x4xf32> attributes {llvm.emit_c_interface} {
 // CHECK-DAG: %[[SPLAT:.+]] = kiln.constant dense<2.000000e+00> : tensor<64x4xf32>
 // CHECK-DAG: %[[SMALL:.+]] = kiln.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>
@@ -57,10 +57,10 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 // MIN3-LABEL: module attributes
 // MIN3-SAME: {kiln.weights = [dense<{{\[}}[0.000000e+00, {{.*}} : tensor<5x4xf32>, dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>, dense_resource<wte> : tensor<8x4xf32>]}
 // MIN3: func.func @main(
-// MIN3-SAME: %[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32> {bufferization.writable = false, llvm.noalias},
-// MIN3-SAME: %{{.+}}: tensor<5x4xf32> {bufferization.writable = false, llvm.noalias},
-// MIN3-SAME: %[[SMALL:[a-zA-Z0-9_]+]]: tensor<4xf32> {bufferization.writable = false, llvm.noalias},
-// MIN3-SAME: %{{.+}}: tensor<8x4xf32> {bufferization.writable = false, llvm.noalias})
+// MIN3-SAME: %[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32> {bufferization.writable = false},
+// MIN3-SAME: %{{.+}}: tensor<5x4xf32> {bufferization.writable = false},
+// MIN3-SAME: %[[SMALL:[a-zA-Z0-9_]+]]: tensor<4xf32> {bufferization.writable = false},
+// MIN3-SAME: %{{.+}}: tensor<8x4xf32> {bufferization.writable = false})
 // MIN3: kiln.constant dense<2.000000e+00> : tensor<64x4xf32>
 // MIN3-NOT: kiln.constant
 // MIN3: kiln.add %[[X]], %[[SMALL]]
@@ -74,20 +74,21 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 // FORWARD: kiln.constant dense<{{\[}}[0.000000e+00,
 // FORWARD: kiln.constant dense_resource<wte>
 // FORWARD: func.func @forward(
-// FORWARD-SAME: tensor<4xf32> {bufferization.writable = false, llvm.noalias}) -> tensor<4xf32> attributes {llvm.emit_c_interface}
+// FORWARD-SAME: tensor<4xf32> {bufferization.writable = false}) -> tensor<4xf32> attributes {llvm.emit_c_interface}
 
 // -----
 
-// Tests that every argument of the entry function is marked read-only and
-// llvm.noalias, that kiln.name and kiln.dims are dropped from arguments and
-// results, that a module without large constants gets an empty kiln.weights
+// Tests that every argument of the entry function is marked read-only
+// (bufferization.writable = false) and gets no other attribute (llvm.noalias
+// is left to kiln-emit-entry-point), that kiln.name and kiln.dims are dropped
+// from arguments and results, that a module without large constants gets an empty kiln.weights
 // list, that the signature encodes i64 (5) and bool (8), and that other
 // functions are left alone, constants included.
 
 // CHECK-LABEL: module attributes {kiln.weights = []}
 // CHECK: func.func @main(
-// CHECK-SAME: %{{.+}}: tensor<?x?xi64> {bufferization.writable = false, llvm.noalias},
-// CHECK-SAME: %{{.+}}: tensor<?x1x?xi1> {bufferization.writable = false, llvm.noalias})
+// CHECK-SAME: %{{.+}}: tensor<?x?xi64> {bufferization.writable = false},
+// CHECK-SAME: %{{.+}}: tensor<?x1x?xi1> {bufferization.writable = false})
 // CHECK-SAME: -> (tensor<?x?xi64>, tensor<?x1x?xi1>)
 // CHECK-SAME: attributes {llvm.emit_c_interface}
 // CHECK-NOT: kiln.name
@@ -108,8 +109,8 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 // FORWARD-SAME: kiln.name = "input_ids"
 // FORWARD-NOT: bufferization.writable
 // FORWARD: func.func @forward(
-// FORWARD-SAME: %[[H:[a-zA-Z0-9_]+]]: tensor<4xf32> {bufferization.writable = false, llvm.noalias},
-// FORWARD-SAME: %[[W:[a-zA-Z0-9_]+]]: tensor<20xf32> {bufferization.writable = false, llvm.noalias})
+// FORWARD-SAME: %[[H:[a-zA-Z0-9_]+]]: tensor<4xf32> {bufferization.writable = false},
+// FORWARD-SAME: %[[W:[a-zA-Z0-9_]+]]: tensor<20xf32> {bufferization.writable = false})
 // FORWARD-SAME: -> tensor<4xf32> attributes {llvm.emit_c_interface}
 // FORWARD-NOT: tensor<20xf32>
 // FORWARD: kiln.slice %[[W]]

@@ -205,6 +205,61 @@ func.func @binary_unit_result_dim(%x: tensor<1x8xf32>, %y: tensor<1x8xf32>) -> t
 
 // -----
 
+// Tests that a dynamic result dimension whose operands are all static takes
+// the static size that is not 1 (4 here, not the broadcast 1 of the other
+// operand).
+
+// CHECK-LABEL: func.func @elementwise_static_operands_dynamic_result
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<4xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<1xf32>)
+// CHECK: %[[C4:.+]] = arith.constant 4 : index
+// CHECK: %[[EMPTY:.+]] = tensor.empty(%[[C4]]) : tensor<?xf32>
+// CHECK: %[[R:.+]] = linalg.generic
+// CHECK-SAME: indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (0)>, affine_map<(d0) -> (d0)>]
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<4xf32>, tensor<1xf32>) outs(%[[EMPTY]] : tensor<?xf32>)
+// CHECK: arith.addf
+// CHECK: return %[[R]]
+func.func @elementwise_static_operands_dynamic_result(%x: tensor<4xf32>, %y: tensor<1xf32>) -> tensor<?xf32> {
+  %z = kiln.add %x, %y : (tensor<4xf32>, tensor<1xf32>) -> tensor<?xf32>
+  return %z : tensor<?xf32>
+}
+
+// -----
+
+// Tests that a static operand size that is not 1 wins over a dynamic one in
+// the same dimension: the result size is the constant 3 (printed %c3), with
+// no arith.maxui and not the dynamic operand's tensor.dim.
+
+// CHECK-LABEL: func.func @elementwise_static_beats_dynamic
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<3x4xf32>)
+// CHECK-NOT: arith.maxui
+// CHECK: %[[EMPTY:.+]] = tensor.empty(%c3{{(_[0-9]+)?}}) : tensor<?x4xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>]
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<?x4xf32>, tensor<3x4xf32>) outs(%[[EMPTY]] : tensor<?x4xf32>)
+func.func @elementwise_static_beats_dynamic(%x: tensor<?x4xf32>, %y: tensor<3x4xf32>) -> tensor<?x4xf32> {
+  %z = kiln.add %x, %y : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x4xf32>
+  return %z : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that a dynamic result dimension whose operand sizes are all static 1
+// is 1, and that one where a static 4 meets a static 1 is 4.
+
+// CHECK-LABEL: func.func @elementwise_static_unit_sizes
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<1x4xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<1xf32>)
+// CHECK: %[[C1:.+]] = arith.constant 1 : index
+// CHECK: %[[C4:.+]] = arith.constant 4 : index
+// CHECK: %[[EMPTY:.+]] = tensor.empty(%[[C1]], %[[C4]]) : tensor<?x?xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<1x4xf32>, tensor<1xf32>) outs(%[[EMPTY]] : tensor<?x?xf32>)
+func.func @elementwise_static_unit_sizes(%x: tensor<1x4xf32>, %y: tensor<1xf32>) -> tensor<?x?xf32> {
+  %z = kiln.add %x, %y : (tensor<1x4xf32>, tensor<1xf32>) -> tensor<?x?xf32>
+  return %z : tensor<?x?xf32>
+}
+
+// -----
+
 // Tests that the arithmetic ops pick the float or the signed integer form.
 
 // CHECK-LABEL: func.func @binary_float_ops
@@ -577,6 +632,49 @@ func.func @batch_matmul_broadcast_batch(%a: tensor<1x3x8xf32>, %b: tensor<2x8x5x
 func.func @batch_matmul_2d_lhs(%a: tensor<3x8xf32>, %b: tensor<2x8x5xf32>) -> tensor<2x3x5xf32> {
   %s = kiln.matmul %a, %b : (tensor<3x8xf32>, tensor<2x8x5xf32>) -> tensor<2x3x5xf32>
   return %s : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Tests that a dynamic result batch size whose operands are static takes the
+// operands' batch size: the operands are used as they are (no broadcasting
+// copy), the product is a static 2x3x5 linalg.batch_matmul, and the reshape
+// to the dynamic result type reads batch size 2.
+
+// CHECK-LABEL: func.func @batch_matmul_static_operands_dynamic_batch
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<2x3x8xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<2x8x5xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<2x3x5xf32>
+// CHECK: %[[FILL:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[EMPTY]] : tensor<2x3x5xf32>)
+// CHECK: %[[BMM:.+]] = linalg.batch_matmul ins(%[[A]], %[[B]] : tensor<2x3x8xf32>, tensor<2x8x5xf32>) outs(%[[FILL]] : tensor<2x3x5xf32>)
+// CHECK: %[[C2:.+]] = arith.constant 2 : index
+// CHECK: %[[SHAPE:.+]] = tensor.from_elements %[[C2]], %{{.+}}, %{{.+}} : tensor<3xindex>
+// CHECK: %[[R:.+]] = tensor.reshape %[[BMM]](%[[SHAPE]]) : (tensor<2x3x5xf32>, tensor<3xindex>) -> tensor<?x3x5xf32>
+// CHECK: return %[[R]]
+func.func @batch_matmul_static_operands_dynamic_batch(%a: tensor<2x3x8xf32>, %b: tensor<2x8x5xf32>) -> tensor<?x3x5xf32> {
+  %s = kiln.matmul %a, %b : (tensor<2x3x8xf32>, tensor<2x8x5xf32>) -> tensor<?x3x5xf32>
+  return %s : tensor<?x3x5xf32>
+}
+
+// -----
+
+// Tests that a static batch size that is not 1 wins over the other operand's
+// dynamic one: the dynamic operand is copied into the static batch, with no
+// arith.maxui.
+
+// CHECK-LABEL: func.func @batch_matmul_static_beats_dynamic_batch
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<?x3x8xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<2x8x5xf32>)
+// CHECK-NOT: arith.maxui
+// CHECK: %[[AE:.+]] = tensor.empty() : tensor<2x3x8xf32>
+// CHECK: %[[AB:.+]] = linalg.generic
+// CHECK-SAME: ins(%[[A]] : tensor<?x3x8xf32>) outs(%[[AE]] : tensor<2x3x8xf32>)
+// CHECK-NOT: arith.maxui
+// CHECK: %[[BMM:.+]] = linalg.batch_matmul ins(%[[AB]], %[[B]] : tensor<2x3x8xf32>, tensor<2x8x5xf32>) outs(%{{.+}} : tensor<2x3x5xf32>)
+// CHECK: %[[SHAPE:.+]] = tensor.from_elements %c2{{(_[0-9]+)?}}, %{{.+}}, %{{.+}} : tensor<3xindex>
+// CHECK: tensor.reshape %[[BMM]](%[[SHAPE]]) : (tensor<2x3x5xf32>, tensor<3xindex>) -> tensor<?x3x5xf32>
+func.func @batch_matmul_static_beats_dynamic_batch(%a: tensor<?x3x8xf32>, %b: tensor<2x8x5xf32>) -> tensor<?x3x5xf32> {
+  %s = kiln.matmul %a, %b : (tensor<?x3x8xf32>, tensor<2x8x5xf32>) -> tensor<?x3x5xf32>
+  return %s : tensor<?x3x5xf32>
 }
 
 // -----
