@@ -28,7 +28,9 @@ struct AssertsToTrapsPass : public impl::AssertsToTrapsBase<AssertsToTrapsPass> 
           module.getLoc(), kTrapFunction,
           LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {pointerType}));
 
-    // One string constant per distinct message.
+    // One string constant per distinct message; the symbol table renames a
+    // global whose name is taken.
+    SymbolTable symbols(module);
     llvm::StringMap<LLVM::GlobalOp> messages;
     for (cf::AssertOp op : asserts) {
       std::string text = op.getMsg().str();
@@ -39,9 +41,9 @@ struct AssertsToTrapsPass : public impl::AssertsToTrapsBase<AssertsToTrapsPass> 
         global = builder.create<LLVM::GlobalOp>(
             op.getLoc(),
             LLVM::LLVMArrayType::get(builder.getI8Type(), bytes.size()),
-            /*isConstant=*/true, LLVM::Linkage::Private,
-            "kiln_check_message_" + std::to_string(messages.size() - 1),
+            /*isConstant=*/true, LLVM::Linkage::Private, "kiln_check_message",
             builder.getStringAttr(bytes));
+        symbols.insert(global);
       }
       Block *before = op->getBlock();
       Block *after = before->splitBlock(op->getNextNode());

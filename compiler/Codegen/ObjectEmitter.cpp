@@ -109,18 +109,24 @@ bool link(llvm::ArrayRef<char> object, std::vector<char> &sharedObject,
 
 bool resolveCpuTarget(const std::string &cpu, CpuTarget &target,
                       std::string &error) {
+  llvm::InitializeNativeTarget();
   target.triple = llvm::sys::getDefaultTargetTriple();
   target.cpu = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu;
   target.features.clear();
-  CpuTarget bare{target.triple, target.cpu, {}};
-  std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(bare, error);
-  if (!machine)
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(target.triple, error);
+  if (!llvmTarget)
     return false;
-  const llvm::MCSubtargetInfo *subtarget = machine->getMCSubtargetInfo();
-  if (!subtarget->isCPUStringValid(target.cpu)) {
+  // Asking about an unknown CPU makes LLVM print a warning, so the name is
+  // checked against a generic subtarget first.
+  std::unique_ptr<llvm::MCSubtargetInfo> generic(
+      llvmTarget->createMCSubtargetInfo(target.triple, "", ""));
+  if (!generic->isCPUStringValid(target.cpu)) {
     error = "unknown CPU '" + cpu + "' (try native, x86-64-v3 or x86-64-v4)";
     return false;
   }
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      llvmTarget->createMCSubtargetInfo(target.triple, target.cpu, ""));
   // A named CPU implies its features; for native, the host's are added
   // explicitly since its name alone may not capture them all.
   llvm::StringMap<bool> hostFeatures;

@@ -291,7 +291,9 @@ TileGrid chooseTileGrid(int64_t m, int64_t n, int64_t mr, int64_t nr,
 /// about 20 µs on a 2-core VM), the time AVX-512 takes for ~1M multiply-adds.
 /// Below this much work per thread, another thread costs more than it saves.
 /// (A late worker costs little: the caller takes any chunk not yet claimed.)
-constexpr double kMinMultiplyAddsPerThread = 256 * 1024;
+/// Measured on the bench/ models at 2 threads: 256K per thread made whole
+/// runs 10-30% slower than 1 thread; 2M makes them break even.
+constexpr double kMinMultiplyAddsPerThread = 2048 * 1024;
 
 int threadsWorthUsing(ThreadPool *pool, double multiplyAdds) {
   if (!pool)

@@ -132,6 +132,10 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
                                  : resolved[dim]);
       check(rewriter, loc, op, m.eq(count, total),
             "the requested shape does not hold the input's element count");
+      for (int64_t dim = 0; dim < rank; ++dim)
+        if (resultType.isDynamicDim(dim))
+          check(rewriter, loc, op, m.lt(m.c(-2), requested[dim]),
+                "requested size " + Twine(dim) + " is negative (only -1 may be)");
     }
     SmallVector<OpFoldResult> sizes;
     for (int64_t dim = 0; dim < rank; ++dim) {
@@ -223,6 +227,7 @@ struct ConcatLowering : public OpConversionPattern<ConcatOp> {
       offsets.push_back(m.add(
           offsets.back(), rewriter.create<tensor::DimOp>(loc, input, axis)));
     sizes[axis] = offsets.back();
+    checkResultSizes(rewriter, loc, op, op.getType(), sizes);
     Value result = emptyTensor(rewriter, loc, op.getType(), sizes);
     for (auto [index, input] : llvm::enumerate(inputs)) {
       SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
@@ -263,6 +268,8 @@ struct SplitLowering : public OpConversionPattern<SplitOp> {
     for (auto [size, result] : llvm::zip(op.getSizes(), op.getResults())) {
       offsets[axis] = rewriter.getIndexAttr(offset);
       sizes[axis] = rewriter.getIndexAttr(size);
+      checkResultSizes(rewriter, loc, op, cast<RankedTensorType>(result.getType()),
+                       sizes, "result " + Twine(results.size()));
       results.push_back(extractSlice(rewriter, loc, adaptor.getInput(), offsets,
                                      sizes, strides,
                                      cast<RankedTensorType>(result.getType())));
@@ -429,7 +436,7 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
       Value requested = extractIndex(rewriter, loc, adaptor.getShape(), shapeIndex);
       sizes.push_back(m.select(m.eq(requested, m.c(1)), inputSize, requested));
     }
-    rewriter.replaceOp(op, broadcastTo(rewriter, loc, op, input, resultType, sizes));
+    rewriter.replaceOp(op, broadcastTo(rewriter, loc, op, 0, input, resultType, sizes));
     return success();
   }
 };

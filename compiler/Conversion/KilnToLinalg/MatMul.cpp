@@ -127,10 +127,11 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
       }
       batch.push_back(broadcastDim(rewriter, loc, operandSizes));
     }
-    auto flatten = [&](Value operand, ArrayRef<OpFoldResult> operandSizes) {
+    auto flatten = [&](unsigned operandNumber, Value operand,
+                       ArrayRef<OpFoldResult> operandSizes) {
       SmallVector<OpFoldResult> sizes = batch;
       sizes.append(operandSizes.end() - 2, operandSizes.end());
-      Value broadcast = broadcastTo(rewriter, loc, op, operand,
+      Value broadcast = broadcastTo(rewriter, loc, op, operandNumber, operand,
                                     tensorType(sizes, elementType), sizes);
       OpFoldResult batchSize = multiplySizes(rewriter, loc, batch);
       SmallVector<OpFoldResult> flatSizes = {batchSize, sizes[rank - 2],
@@ -138,8 +139,8 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
       return reshapeTo(rewriter, loc, broadcast,
                        tensorType(flatSizes, elementType), flatSizes);
     };
-    Value flatLhs = flatten(lhs, lhsSizes);
-    Value flatRhs = flatten(rhs, rhsSizes);
+    Value flatLhs = flatten(0, lhs, lhsSizes);
+    Value flatRhs = flatten(1, rhs, rhsSizes);
     OpFoldResult batchSize = multiplySizes(rewriter, loc, batch);
     Value init = zeroFilled(rewriter, loc, {batchSize, m, n}, elementType);
     Type flatType = init.getType();

@@ -55,18 +55,26 @@ broadcastSizes(mlir::OpBuilder &b, mlir::Location loc,
 /// unless the result dimension is also static 1.
 mlir::AffineMap broadcastMap(mlir::RankedTensorType operandType,
                              mlir::RankedTensorType resultType);
-/// Copies `input` broadcast to `resultType` (sizes `sizes`), checking that
-/// each dynamic dim of `input` has the size it is read at (they do not
-/// broadcast).
+/// Copies `input`, operand `operandNumber` of `op`, broadcast to `resultType`
+/// (sizes `sizes`), checking that each dynamic dim of `input` has the size
+/// it is read at (they do not broadcast).
 mlir::Value broadcastTo(mlir::OpBuilder &b, mlir::Location loc,
-                        mlir::Operation *op, mlir::Value input,
-                        mlir::RankedTensorType resultType,
+                        mlir::Operation *op, unsigned operandNumber,
+                        mlir::Value input, mlir::RankedTensorType resultType,
                         llvm::ArrayRef<mlir::OpFoldResult> sizes);
 /// Checks, for each operand, that every dynamic dim read through
-/// broadcastMap equals the result's size there.
+/// broadcastMap equals the result's size there. Operands are numbered from
+/// `firstOperandNumber` in messages.
 void checkBroadcast(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                     mlir::ValueRange operands, mlir::RankedTensorType resultType,
-                    llvm::ArrayRef<mlir::OpFoldResult> sizes);
+                    llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                    unsigned firstOperandNumber = 0);
+/// Checks that `sizes`, computed from the operands, agree with the static
+/// sizes of `resultType` (which the ONNX graph may declare).
+void checkResultSizes(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Operation *op, mlir::RankedTensorType resultType,
+                      llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                      const llvm::Twine &result = "the result");
 /// Element `i` of a 1-D i64 tensor as an index value.
 mlir::Value extractIndex(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value tensor, int64_t i);
@@ -95,7 +103,7 @@ mlir::Value indexToScalar(mlir::OpBuilder &b, mlir::Location loc,
 void check(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
            mlir::Value ok, const llvm::Twine &what);
 /// Checks that sizes `actual` and `expected` are equal, unless they are the
-/// same value or equal constants.
+/// same value, the same dim of the same tensor, or equal constants.
 void checkSameSize(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                    mlir::OpFoldResult actual, mlir::OpFoldResult expected,
                    const llvm::Twine &what);

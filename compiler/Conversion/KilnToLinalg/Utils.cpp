@@ -82,9 +82,10 @@ AffineMap broadcastMap(RankedTensorType operandType,
 
 void checkBroadcast(OpBuilder &b, Location loc, Operation *op,
                     ValueRange operands, RankedTensorType resultType,
-                    ArrayRef<OpFoldResult> sizes) {
+                    ArrayRef<OpFoldResult> sizes, unsigned firstOperandNumber) {
   int64_t rank = resultType.getRank();
-  for (auto [index, operand] : llvm::enumerate(operands)) {
+  for (auto [position, operand] : llvm::enumerate(operands)) {
+    unsigned index = firstOperandNumber + position;
     auto type = cast<RankedTensorType>(operand.getType());
     int64_t offset = rank - type.getRank();
     for (int64_t dim = 0; dim < type.getRank(); ++dim)
@@ -97,10 +98,21 @@ void checkBroadcast(OpBuilder &b, Location loc, Operation *op,
   }
 }
 
-Value broadcastTo(OpBuilder &b, Location loc, Operation *op, Value input,
+void checkResultSizes(OpBuilder &b, Location loc, Operation *op,
+                      RankedTensorType resultType, ArrayRef<OpFoldResult> sizes,
+                      const Twine &result) {
+  for (auto [dim, size] : llvm::enumerate(sizes))
+    if (!resultType.isDynamicDim(dim))
+      checkSameSize(b, loc, op, size, b.getIndexAttr(resultType.getDimSize(dim)),
+                    result + " dim " + Twine(dim) + " is not the declared " +
+                        Twine(resultType.getDimSize(dim)));
+}
+
+Value broadcastTo(OpBuilder &b, Location loc, Operation *op,
+                  unsigned operandNumber, Value input,
                   RankedTensorType resultType, ArrayRef<OpFoldResult> sizes) {
   auto inputType = cast<RankedTensorType>(input.getType());
-  checkBroadcast(b, loc, op, input, resultType, sizes);
+  checkBroadcast(b, loc, op, input, resultType, sizes, operandNumber);
   if (inputType == resultType)
     return input;
   int64_t rank = resultType.getRank();
@@ -232,6 +244,11 @@ void checkSameSize(OpBuilder &b, Location loc, Operation *op,
                    OpFoldResult actual, OpFoldResult expected,
                    const Twine &what) {
   if (actual == expected)
+    return;
+  auto actualDim = dyn_cast_if_present<Value>(actual) ? cast<Value>(actual).getDefiningOp<tensor::DimOp>() : nullptr;
+  auto expectedDim = dyn_cast_if_present<Value>(expected) ? cast<Value>(expected).getDefiningOp<tensor::DimOp>() : nullptr;
+  if (actualDim && expectedDim && actualDim.getSource() == expectedDim.getSource() &&
+      actualDim.getConstantIndex() && actualDim.getConstantIndex() == expectedDim.getConstantIndex())
     return;
   std::optional<int64_t> actualConstant = getConstantIntValue(actual);
   std::optional<int64_t> expectedConstant = getConstantIntValue(expected);
