@@ -109,7 +109,8 @@ TEST_P(SgemmTest, MatchesDoubleReference) {
   // Empty, tiny and prime shapes; shapes just past a microkernel tile (mr is
   // 4, 6 or 12 and nr 8, 16 or 32); k past a cache block (kc <= 384) and n
   // past a panel (nc <= 256); and shapes big enough to be split over two
-  // threads (>= 512K multiply-adds), with one strip of rows or columns.
+  // threads (>= 4M multiply-adds: 256^3, 64x64x4096), some with one strip of
+  // rows or columns.
   const Shape shapes[] = {
       {0, 0, 0},     {0, 5, 3},       {5, 0, 3},     {4, 5, 0},
       {1, 1, 1},     {1, 1, 2},       {2, 3, 1},     {7, 13, 17},

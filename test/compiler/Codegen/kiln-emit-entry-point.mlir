@@ -151,3 +151,28 @@ module {
   // expected-error @+1 {{returns its result by value; kiln_entry supports memref results only}}
   llvm.func @_mlir_ciface_main(!llvm.ptr) -> f32
 }
+
+// -----
+
+// Tests that a C interface taking a parameter by value (a non-memref
+// argument, which --convert-func-to-llvm passes as the value itself rather
+// than a pointer to a descriptor) is an error of the pass, naming the type:
+// kiln_entry loads a descriptor pointer from arguments[i] for every
+// parameter, so it would build a call that does not verify.
+
+module {
+  llvm.func @main(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64) -> !llvm.struct<(ptr, ptr, i64)>
+  // expected-error @+1 {{takes a 'i64' by value; kiln_entry passes memref arguments only}}
+  llvm.func @_mlir_ciface_main(!llvm.ptr, !llvm.ptr, i64)
+}
+
+// -----
+
+// Tests that every parameter is checked, not only the first: a by-value f32
+// after two descriptor pointers is refused too.
+
+module {
+  llvm.func @main(!llvm.ptr, !llvm.ptr, i64, !llvm.ptr, !llvm.ptr, i64, f32)
+  // expected-error @+1 {{takes a 'f32' by value; kiln_entry passes memref arguments only}}
+  llvm.func @_mlir_ciface_main(!llvm.ptr, !llvm.ptr, f32)
+}

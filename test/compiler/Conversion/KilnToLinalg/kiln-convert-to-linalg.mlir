@@ -818,7 +818,7 @@ func.func @reduce_max(%x: tensor<4x64xf32>, %i: tensor<4x64xi32>) -> (tensor<4x1
 // broadcast division, with the kept-dims reductions read at index 0.
 
 // CHECK-LABEL: func.func @softmax
-// CHECK-NOT: kiln.
+// CHECK-NOT: = kiln.
 // CHECK: linalg.fill ins(%{{.+}} : f32)
 // CHECK: linalg.generic
 // CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "reduction"]
@@ -851,7 +851,7 @@ func.func @softmax(%x: tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32> {
 // Tests that log_softmax is (x - max) - log(sum(exp(x - max))).
 
 // CHECK-LABEL: func.func @log_softmax
-// CHECK-NOT: kiln.
+// CHECK-NOT: = kiln.
 // CHECK: arith.maximumf
 // CHECK: %[[SHIFTED:.+]] = linalg.generic
 // CHECK: arith.subf
@@ -879,7 +879,7 @@ func.func @log_softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // CHECK-LABEL: func.func @layer_norm
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[G:[a-zA-Z0-9_]+]]: tensor<64xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<64xf32>)
-// CHECK-NOT: kiln.
+// CHECK-NOT: = kiln.
 // CHECK: linalg.generic
 // CHECK-SAME: ins(%[[X]] : tensor<?x?x64xf32>)
 // CHECK: arith.addf
@@ -940,11 +940,15 @@ func.func @layer_norm_no_bias(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<
 
 // -----
 
-// Tests that rms_norm is x * rsqrt(mean(x^2) + eps) * scale.
+// Tests that rms_norm is x * rsqrt(mean(x^2) + eps) * scale. No kiln op is
+// left ("= kiln." rather than "kiln.": the run-time checks' messages name
+// the decomposed ops, e.g. "kiln.mul: operand 0 dim 0 ..."), and the checks
+// of the decomposed ops carry the rms_norm's node name.
 
 // CHECK-LABEL: func.func @rms_norm
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64xf32>)
-// CHECK-NOT: kiln.
+// CHECK-NOT: = kiln.
+// CHECK: cf.assert %{{.+}}, "node 'RMSNorm_1' (kiln.mul): operand 0 dim 1 does not match the result's size (dynamic sizes do not broadcast)"
 // CHECK: %[[SQUARED:.+]] = linalg.generic
 // CHECK-SAME: ins(%[[X]], %[[X]] : tensor<?x?x64xf32>, tensor<?x?x64xf32>)
 // CHECK: arith.mulf
@@ -968,7 +972,7 @@ func.func @layer_norm_no_bias(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<
 // CHECK: arith.mulf
 // CHECK: return %[[R]]
 func.func @rms_norm(%x: tensor<?x?x64xf32>, %w: tensor<64xf32>) -> tensor<?x?x64xf32> {
-  %y = kiln.rms_norm %x, %w {axis = 2 : i64, epsilon = 1.0e-06 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %y = kiln.rms_norm %x, %w {axis = 2 : i64, epsilon = 1.0e-06 : f32} : (tensor<?x?x64xf32>, tensor<64xf32>) -> tensor<?x?x64xf32> loc("RMSNorm_1")
   return %y : tensor<?x?x64xf32>
 }
 
@@ -981,7 +985,9 @@ func.func @rms_norm(%x: tensor<?x?x64xf32>, %w: tensor<64xf32>) -> tensor<?x?x64
 // Tests that the ONNX reshape rules apply to the dynamic result dimensions:
 // a requested 0 copies the input's size at that index, a -1 is the element count divided
 // by the product of the other sizes (a -1 counts as 1 there, and a zero
-// divisor as 1). The static result dimensions come from the type.
+// divisor as 1). The static result dimensions come from the type. The
+// element count of the resolved shape (the -1 replaced by the inferred size)
+// is checked at run time against the input's, before the reshape.
 
 // CHECK-LABEL: func.func @reshape
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[S:[a-zA-Z0-9_]+]]: tensor<4xi64>)
@@ -1002,14 +1008,24 @@ func.func @rms_norm(%x: tensor<?x?x64xf32>, %w: tensor<64xf32>) -> tensor<?x?x64
 // CHECK: %[[KNOWN1:.+]] = arith.select %[[IS_INF1]], %{{.+}}, %[[RES1]] : index
 // CHECK: %[[P1:.+]] = arith.muli %{{.+}}, %[[KNOWN1]] : index
 // CHECK-NOT: tensor.extract %[[S]]
-// CHECK: %[[P2:.+]] = arith.muli %[[P1]], %{{.+}} : index
-// CHECK: %[[KNOWN:.+]] = arith.muli %[[P2]], %{{.+}} : index
+// CHECK: %[[P2:.+]] = arith.muli %[[P1]], %[[K4:.+]] : index
+// CHECK: %[[KNOWN:.+]] = arith.muli %[[P2]], %[[K16:.+]] : index
 // CHECK: %[[T0:.+]] = arith.muli %{{.+}}, %[[D0]] : index
 // CHECK: %[[T1:.+]] = arith.muli %[[T0]], %[[D1]] : index
 // CHECK: %[[TOTAL:.+]] = arith.muli %[[T1]], %{{.+}} : index
 // CHECK: %[[KNOWN_IS_ZERO:.+]] = arith.cmpi eq, %[[KNOWN]], %{{.+}} : index
 // CHECK: %[[DIVISOR:.+]] = arith.select %[[KNOWN_IS_ZERO]], %{{.+}}, %[[KNOWN]] : index
 // CHECK: %[[INFERRED:.+]] = arith.divsi %[[TOTAL]], %[[DIVISOR]] : index
+// CHECK: %[[COUNT0_INF:.+]] = arith.cmpi eq, %[[R0]], %{{.+}} : index
+// CHECK: %[[COUNT0:.+]] = arith.select %[[COUNT0_INF]], %[[INFERRED]], %[[RES0]] : index
+// CHECK: %[[Q0:.+]] = arith.muli %{{.+}}, %[[COUNT0]] : index
+// CHECK: %[[COUNT1_INF:.+]] = arith.cmpi eq, %[[R1]], %{{.+}} : index
+// CHECK: %[[COUNT1:.+]] = arith.select %[[COUNT1_INF]], %[[INFERRED]], %[[RES1]] : index
+// CHECK: %[[Q1:.+]] = arith.muli %[[Q0]], %[[COUNT1]] : index
+// CHECK: %[[Q2:.+]] = arith.muli %[[Q1]], %[[K4]] : index
+// CHECK: %[[COUNT:.+]] = arith.muli %[[Q2]], %[[K16]] : index
+// CHECK: %[[KEEPS:.+]] = arith.cmpi eq, %[[COUNT]], %[[TOTAL]] : index
+// CHECK-NEXT: cf.assert %[[KEEPS]], "kiln.reshape: the requested shape does not hold the input's element count"
 // CHECK: %[[SIZE0_INF:.+]] = arith.cmpi eq, %[[R0]], %{{.+}} : index
 // CHECK: %[[SIZE0:.+]] = arith.select %[[SIZE0_INF]], %[[INFERRED]], %[[RES0]] : index
 // CHECK: %[[SIZE1_INF:.+]] = arith.cmpi eq, %[[R1]], %{{.+}} : index
@@ -1049,11 +1065,12 @@ func.func @reshape_copy_static(%x: tensor<?x4x16xf32>, %s: tensor<2xi64>) -> ten
 // -----
 
 // Tests that squeeze is a tensor.reshape to the input sizes without the
-// squeezed axes.
+// squeezed axes, with no run-time check for a squeezed dim that is static 1.
 
 // CHECK-LABEL: func.func @squeeze
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x1x64xf32>)
 // CHECK: %[[D0:.+]] = tensor.dim %[[X]], %{{.+}} : tensor<?x1x64xf32>
+// CHECK-NOT: cf.assert
 // CHECK: %[[C64:.+]] = arith.constant 64 : index
 // CHECK: %[[SHAPE:.+]] = tensor.from_elements %[[D0]], %[[C64]] : tensor<2xindex>
 // CHECK: %[[R:.+]] = tensor.reshape %[[X]](%[[SHAPE]]) : (tensor<?x1x64xf32>, tensor<2xindex>) -> tensor<?x64xf32>
@@ -1274,8 +1291,9 @@ func.func @slice_dynamic_steps(%x: tensor<?x8xf32>, %s: tensor<1xi64>, %e: tenso
 // -----
 
 // Tests that gather reads the indices through the map of the axis
-// dimensions, wraps negative indices, clamps them into [0, size - 1] and
-// reads the data with tensor.extract at the other result indices.
+// dimensions, wraps negative indices, checks inside the body that the
+// wrapped index lies in [0, size) (a cf.assert, not a clamp) and reads the
+// data with tensor.extract at the wrapped index and the other result indices.
 
 // CHECK-LABEL: func.func @gather
 // CHECK-SAME: (%[[T:[a-zA-Z0-9_]+]]: tensor<256x64xf32>, %[[IDS:[a-zA-Z0-9_]+]]: tensor<?x?xi64>)
@@ -1289,15 +1307,16 @@ func.func @slice_dynamic_steps(%x: tensor<?x8xf32>, %s: tensor<1xi64>, %e: tenso
 // CHECK-SAME: ins(%[[IDS]] : tensor<?x?xi64>) outs(%[[EMPTY]] : tensor<?x?x64xf32>)
 // CHECK: ^bb0(%[[ID:.+]]: i64, %{{.+}}: f32):
 // CHECK: %[[INDEX:.+]] = arith.index_cast %[[ID]] : i64 to index
-// CHECK: %[[LAST:.+]] = arith.subi %[[SIZE]], %{{.+}} : index
 // CHECK: %[[WRAPPED:.+]] = arith.addi %[[INDEX]], %[[SIZE]] : index
-// CHECK: %[[NEG:.+]] = arith.cmpi slt, %[[INDEX]], %{{.+}} : index
+// CHECK: %[[NEG:.+]] = arith.cmpi slt, %[[INDEX]], %c0{{(_[0-9]+)?}} : index
 // CHECK: %[[SEL:.+]] = arith.select %[[NEG]], %[[WRAPPED]], %[[INDEX]] : index
-// CHECK: %[[LO:.+]] = arith.maxsi %[[SEL]], %{{.+}} : index
-// CHECK: %[[CLAMPED:.+]] = arith.minsi %[[LO]], %[[LAST]] : index
-// CHECK: %[[COL:.+]] = linalg.index 2 : index
-// CHECK: %[[V:.+]] = tensor.extract %[[T]][%[[CLAMPED]], %[[COL]]] : tensor<256x64xf32>
-// CHECK: linalg.yield %[[V]] : f32
+// CHECK-DAG: %[[BELOW_END:.+]] = arith.cmpi slt, %[[SEL]], %[[SIZE]] : index
+// CHECK-DAG: %[[NOT_NEG:.+]] = arith.cmpi sge, %[[SEL]], %c0{{(_[0-9]+)?}} : index
+// CHECK: %[[IN_RANGE:.+]] = arith.andi %[[NOT_NEG]], %[[BELOW_END]] : i1
+// CHECK-NEXT: cf.assert %[[IN_RANGE]], "kiln.gather: an index is out of range for data dim 0"
+// CHECK-NEXT: %[[COL:.+]] = linalg.index 2 : index
+// CHECK-NEXT: %[[V:.+]] = tensor.extract %[[T]][%[[SEL]], %[[COL]]] : tensor<256x64xf32>
+// CHECK-NEXT: linalg.yield %[[V]] : f32
 func.func @gather(%t: tensor<256x64xf32>, %ids: tensor<?x?xi64>) -> tensor<?x?x64xf32> {
   %e = kiln.gather %t[%ids] {axis = 0 : i64} : (tensor<256x64xf32>, tensor<?x?xi64>) -> tensor<?x?x64xf32>
   return %e : tensor<?x?x64xf32>
@@ -1306,7 +1325,8 @@ func.func @gather(%t: tensor<256x64xf32>, %ids: tensor<?x?xi64>) -> tensor<?x?x6
 // -----
 
 // Tests that gather along an inner, dynamic axis with i32 indices reads the
-// axis size with tensor.dim and the data at (d0, index, d2).
+// axis size with tensor.dim, checks the wrapped index against it (the message
+// names the axis) and reads the data at (d0, index, d2).
 
 // CHECK-LABEL: func.func @gather_inner_axis
 // CHECK-SAME: (%[[T:[a-zA-Z0-9_]+]]: tensor<2x?x5xf32>, %[[IDS:[a-zA-Z0-9_]+]]: tensor<3xi32>)
@@ -1314,12 +1334,16 @@ func.func @gather(%t: tensor<256x64xf32>, %ids: tensor<?x?xi64>) -> tensor<?x?x6
 // CHECK: linalg.generic
 // CHECK-SAME: indexing_maps = [affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]
 // CHECK: ^bb0(%[[ID:.+]]: i32, %{{.+}}: f32):
-// CHECK: arith.index_cast %[[ID]] : i32 to index
-// CHECK: %[[LAST:.+]] = arith.subi %[[SIZE]], %{{.+}} : index
-// CHECK: %[[CLAMPED:.+]] = arith.minsi %{{.+}}, %[[LAST]] : index
-// CHECK: %[[I0:.+]] = linalg.index 0 : index
-// CHECK: %[[I2:.+]] = linalg.index 2 : index
-// CHECK: tensor.extract %[[T]][%[[I0]], %[[CLAMPED]], %[[I2]]] : tensor<2x?x5xf32>
+// CHECK: %[[INDEX:.+]] = arith.index_cast %[[ID]] : i32 to index
+// CHECK: %[[WRAPPED:.+]] = arith.addi %[[INDEX]], %[[SIZE]] : index
+// CHECK: %[[SEL:.+]] = arith.select %{{.+}}, %[[WRAPPED]], %[[INDEX]] : index
+// CHECK-DAG: %[[BELOW_END:.+]] = arith.cmpi slt, %[[SEL]], %[[SIZE]] : index
+// CHECK-DAG: %[[NOT_NEG:.+]] = arith.cmpi sge, %[[SEL]], %c0{{(_[0-9]+)?}} : index
+// CHECK: %[[IN_RANGE:.+]] = arith.andi %[[NOT_NEG]], %[[BELOW_END]] : i1
+// CHECK-NEXT: cf.assert %[[IN_RANGE]], "kiln.gather: an index is out of range for data dim 1"
+// CHECK-NEXT: %[[I0:.+]] = linalg.index 0 : index
+// CHECK-NEXT: %[[I2:.+]] = linalg.index 2 : index
+// CHECK-NEXT: tensor.extract %[[T]][%[[I0]], %[[SEL]], %[[I2]]] : tensor<2x?x5xf32>
 func.func @gather_inner_axis(%t: tensor<2x?x5xf32>, %ids: tensor<3xi32>) -> tensor<2x3x5xf32> {
   %e = kiln.gather %t[%ids] {axis = 1 : i64} : (tensor<2x?x5xf32>, tensor<3xi32>) -> tensor<2x3x5xf32>
   return %e : tensor<2x3x5xf32>
@@ -1539,4 +1563,338 @@ func.func @shape_dim_size(%x: tensor<?x?x64xf32>) -> (tensor<3xi64>, tensor<i64>
   %d = kiln.dim %x {index = 1 : i64} : tensor<?x?x64xf32> -> tensor<i64>
   %n = kiln.size %x : tensor<?x?x64xf32> -> tensor<i64>
   return %s, %d, %n : tensor<3xi64>, tensor<i64>, tensor<i64>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Run-time checks (cf.assert)
+//===----------------------------------------------------------------------===//
+
+// What the types cannot guarantee is checked with a cf.assert whose message
+// is "<node>: <what>". An op without a NameLoc (as here, in .mlir input) is
+// named by its op name alone; one the importer named is "node 'NAME' (op)".
+
+// Tests that each dynamic operand dim is checked against the result's size
+// where it is read (the operands align on the right, so operand 1's dim 0 is
+// compared with the result's dim 1, the arith.maxui of both operands'), each
+// check naming the operand and its dim, all before the generic.
+
+// CHECK-LABEL: func.func @check_broadcast
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<?xf32>)
+// CHECK: %[[X0:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x?xf32>
+// CHECK: %[[X1:.+]] = tensor.dim %[[X]], %c1{{(_[0-9]+)?}} : tensor<?x?xf32>
+// CHECK: %[[Y0:.+]] = tensor.dim %[[Y]], %c0{{(_[0-9]+)?}} : tensor<?xf32>
+// CHECK: %[[N1:.+]] = arith.maxui %[[X1]], %[[Y0]] : index
+// CHECK-NOT: linalg.generic
+// CHECK: %[[XD1:.+]] = tensor.dim %[[X]], %c1{{(_[0-9]+)?}} : tensor<?x?xf32>
+// CHECK-NEXT: %[[OK1:.+]] = arith.cmpi eq, %[[XD1]], %[[N1]] : index
+// CHECK-NEXT: cf.assert %[[OK1]], "kiln.add: operand 0 dim 1 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK-NOT: linalg.generic
+// CHECK: %[[YD0:.+]] = tensor.dim %[[Y]], %c0{{(_[0-9]+)?}} : tensor<?xf32>
+// CHECK-NEXT: %[[OK2:.+]] = arith.cmpi eq, %[[YD0]], %[[N1]] : index
+// CHECK-NEXT: cf.assert %[[OK2]], "kiln.add: operand 1 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK-NEXT: %[[EMPTY:.+]] = tensor.empty(%[[X0]], %[[N1]]) : tensor<?x?xf32>
+// CHECK-NEXT: linalg.generic
+// CHECK-SAME: ins(%[[X]], %[[Y]] : tensor<?x?xf32>, tensor<?xf32>) outs(%[[EMPTY]] : tensor<?x?xf32>)
+func.func @check_broadcast(%x: tensor<?x?xf32>, %y: tensor<?xf32>) -> tensor<?x?xf32> {
+  %z = kiln.add %x, %y : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+  return %z : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that a dynamic operand dim is checked against a static size of the
+// other operand (it does not broadcast to it), and that static operand dims
+// are not checked.
+
+// CHECK-LABEL: func.func @check_broadcast_static
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32>, %[[Y:[a-zA-Z0-9_]+]]: tensor<3x4xf32>)
+// CHECK-NOT: cf.assert
+// CHECK: %[[XD0:.+]] = tensor.dim %[[X]], %c0_{{[0-9]+}} : tensor<?x4xf32>
+// CHECK-NEXT: %[[C3:.+]] = arith.constant 3 : index
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[XD0]], %[[C3]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.add: operand 0 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK-NOT: cf.assert
+// CHECK: linalg.generic
+// CHECK-NOT: cf.assert
+func.func @check_broadcast_static(%x: tensor<?x4xf32>, %y: tensor<3x4xf32>) -> tensor<?x4xf32> {
+  %z = kiln.add %x, %y : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x4xf32>
+  return %z : tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that static shapes need no checks at all.
+
+// CHECK-LABEL: func.func @check_broadcast_all_static
+// CHECK-NOT: cf.assert
+// CHECK: linalg.generic
+// CHECK-NOT: cf.assert
+func.func @check_broadcast_all_static(%x: tensor<3x4xf32>, %y: tensor<4xf32>) -> tensor<3x4xf32> {
+  %z = kiln.add %x, %y : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  return %z : tensor<3x4xf32>
+}
+
+// -----
+
+// Tests that an op with a NameLoc, as the importer makes for each ONNX node
+// (the node name around the file location), is named "node 'NAME' (op)".
+
+// CHECK-LABEL: func.func @check_named
+// CHECK: cf.assert %{{.+}}, "node 'Add_7' (kiln.add): operand 0 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "node 'Add_7' (kiln.add): operand 1 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: linalg.generic
+func.func @check_named(%x: tensor<?xf32>, %y: tensor<?xf32>) -> tensor<?xf32> {
+  %z = kiln.add %x, %y : (tensor<?xf32>, tensor<?xf32>) -> tensor<?xf32> loc("Add_7"("model.onnx":0:0))
+  return %z : tensor<?xf32>
+}
+
+// -----
+
+// Tests that expand's broadcasting copy checks the input's dynamic dim
+// against the size it is read at (the requested size, or the input's own
+// where the request is 1).
+
+// CHECK-LABEL: func.func @check_expand
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x1xf32>, %[[S:[a-zA-Z0-9_]+]]: tensor<2xi64>)
+// CHECK: %[[SIZE0:.+]] = arith.select %{{.+}}, %{{.+}}, %{{.+}} : index
+// CHECK: %[[XD0:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x1xf32>
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[XD0]], %[[SIZE0]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.expand: operand 0 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK-NEXT: tensor.empty(%[[SIZE0]], %{{.+}}) : tensor<?x?xf32>
+func.func @check_expand(%x: tensor<?x1xf32>, %s: tensor<2xi64>) -> tensor<?x?xf32> {
+  %y = kiln.expand %x, %s : (tensor<?x1xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that matmul checks the right operand's K (its first dim) against the
+// left operand's last dim before the product.
+
+// CHECK-LABEL: func.func @check_matmul_contraction
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<?x8xf32>)
+// CHECK: %[[K:.+]] = tensor.dim %[[X]], %c1{{(_[0-9]+)?}} : tensor<?x?xf32>
+// CHECK: %[[WK:.+]] = tensor.dim %[[W]], %c0{{(_[0-9]+)?}} : tensor<?x8xf32>
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[WK]], %[[K]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.matmul: the operands' contraction sizes differ"
+// CHECK-NOT: cf.assert
+// CHECK: linalg.matmul
+func.func @check_matmul_contraction(%x: tensor<?x?xf32>, %w: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %y = kiln.matmul %x, %w : (tensor<?x?xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// Tests that with transpose_b the right operand's K is its last dim, here
+// checked against the left operand's static 16; and that in the batched path
+// the left operand's dynamic batch dim is checked against the broadcast
+// batch size (the arith.maxui of both operands').
+
+// CHECK-LABEL: func.func @check_matmul_transpose_b
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x16xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<?x?x?xf32>)
+// CHECK: %[[X0:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x?x16xf32>
+// CHECK: %[[W0:.+]] = tensor.dim %[[W]], %c0{{(_[0-9]+)?}} : tensor<?x?x?xf32>
+// CHECK: %[[WK:.+]] = tensor.dim %[[W]], %c2{{(_[0-9]+)?}} : tensor<?x?x?xf32>
+// CHECK-NEXT: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[WK]], %[[C16]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.matmul: the operands' contraction sizes differ"
+// CHECK-NEXT: %[[B:.+]] = arith.maxui %[[X0]], %[[W0]] : index
+// CHECK: %[[XB:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x?x16xf32>
+// CHECK-NEXT: %[[OKB:.+]] = arith.cmpi eq, %[[XB]], %[[B]] : index
+// CHECK-NEXT: cf.assert %[[OKB]], "kiln.matmul: operand 0 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: linalg.batch_matmul_transpose_b
+func.func @check_matmul_transpose_b(%x: tensor<?x?x16xf32>, %w: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  %y = kiln.matmul %x, %w {transpose_b} : (tensor<?x?x16xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  return %y : tensor<?x?x?xf32>
+}
+
+// -----
+
+// Tests that in the batched path each operand's dynamic batch dim is checked
+// against the broadcast batch size, and that the right operand's check names
+// operand 1 (not 0, the left operand's message).
+
+// CHECK-LABEL: func.func @check_matmul_batch_rhs
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x2x4xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<?x4x3xf32>)
+// CHECK: %[[X0:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x2x4xf32>
+// CHECK: %[[W0:.+]] = tensor.dim %[[W]], %c0{{(_[0-9]+)?}} : tensor<?x4x3xf32>
+// CHECK-NEXT: %[[B:.+]] = arith.maxui %[[X0]], %[[W0]] : index
+// CHECK: %[[XB:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x2x4xf32>
+// CHECK-NEXT: %[[OKX:.+]] = arith.cmpi eq, %[[XB]], %[[B]] : index
+// CHECK-NEXT: cf.assert %[[OKX]], "kiln.matmul: operand 0 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK-NOT: cf.assert
+// CHECK: %[[WB:.+]] = tensor.dim %[[W]], %c0{{(_[0-9]+)?}} : tensor<?x4x3xf32>
+// CHECK-NEXT: %[[OKW:.+]] = arith.cmpi eq, %[[WB]], %[[B]] : index
+// CHECK-NEXT: cf.assert %[[OKW]], "kiln.matmul: operand 1 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK-NOT: cf.assert
+// CHECK: linalg.batch_matmul ins
+func.func @check_matmul_batch_rhs(%x: tensor<?x2x4xf32>, %w: tensor<?x4x3xf32>) -> tensor<?x2x3xf32> {
+  %y = kiln.matmul %x, %w : (tensor<?x2x4xf32>, tensor<?x4x3xf32>) -> tensor<?x2x3xf32>
+  return %y : tensor<?x2x3xf32>
+}
+
+// -----
+
+// Tests that equal static contraction sizes need no check.
+
+// CHECK-LABEL: func.func @check_matmul_static
+// CHECK-NOT: cf.assert
+// CHECK: linalg.matmul
+func.func @check_matmul_static(%x: tensor<?x64xf32>, %w: tensor<64x8xf32>) -> tensor<?x8xf32> {
+  %y = kiln.matmul %x, %w : (tensor<?x64xf32>, tensor<64x8xf32>) -> tensor<?x8xf32>
+  return %y : tensor<?x8xf32>
+}
+
+// -----
+
+// Tests that concat checks each later input's dynamic non-axis dims against
+// input 0's before inserting it, and neither the static dim 1 nor the axis.
+
+// CHECK-LABEL: func.func @check_concat
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<?x4x?xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<?x4x?xf32>)
+// CHECK: %[[A0:.+]] = tensor.dim %[[A]], %c0{{(_[0-9]+)?}} : tensor<?x4x?xf32>
+// CHECK: %[[INS0:.+]] = tensor.insert_slice %[[A]]
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[B0:.+]] = tensor.dim %[[B]], %[[C0]] : tensor<?x4x?xf32>
+// CHECK: %[[OK:.+]] = arith.cmpi eq, %[[B0]], %[[A0]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.concat: input 1 dim 0 does not match input 0"
+// CHECK-NEXT: tensor.insert_slice %[[B]] into %[[INS0]]
+// CHECK-NOT: dim 1 does not match
+// CHECK-NOT: dim 2 does not match
+func.func @check_concat(%a: tensor<?x4x?xf32>, %b: tensor<?x4x?xf32>) -> tensor<?x4x?xf32> {
+  %y = kiln.concat %a, %b {axis = 2 : i64} : (tensor<?x4x?xf32>, tensor<?x4x?xf32>) -> tensor<?x4x?xf32>
+  return %y : tensor<?x4x?xf32>
+}
+
+// -----
+
+// Tests that concat checks the sizes it computes against the static sizes of
+// the declared result type (an ONNX graph may declare float[3, 8] for inputs
+// float[N, 4]): input 0's dynamic dim 0 against 3, and the axis dim, the sum
+// of the inputs' sizes along it, against 8 (here a sum of static sizes,
+// which canonicalization folds away), before the static tensor.empty; and
+// that input 0 is not checked against itself.
+
+// CHECK-LABEL: func.func @check_concat_static_result
+// CHECK-SAME: (%[[A:[a-zA-Z0-9_]+]]: tensor<?x4xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<?x4xf32>)
+// CHECK: %[[A0:.+]] = tensor.dim %[[A]], %c0{{(_[0-9]+)?}} : tensor<?x4xf32>
+// CHECK: %[[A1:.+]] = tensor.dim %[[A]], %c1{{(_[0-9]+)?}} : tensor<?x4xf32>
+// CHECK-NEXT: %[[OFF1:.+]] = arith.addi %{{.+}}, %[[A1]] : index
+// CHECK: %[[B1:.+]] = tensor.dim %[[B]], %c1{{(_[0-9]+)?}} : tensor<?x4xf32>
+// CHECK-NEXT: %[[AXIS:.+]] = arith.addi %[[OFF1]], %[[B1]] : index
+// CHECK-NEXT: %[[C3:.+]] = arith.constant 3 : index
+// CHECK-NEXT: %[[OK0:.+]] = arith.cmpi eq, %[[A0]], %[[C3]] : index
+// CHECK-NEXT: cf.assert %[[OK0]], "kiln.concat: the result dim 0 is not the declared 3"
+// CHECK-NEXT: %[[C8:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[OK1:.+]] = arith.cmpi eq, %[[AXIS]], %[[C8]] : index
+// CHECK-NEXT: cf.assert %[[OK1]], "kiln.concat: the result dim 1 is not the declared 8"
+// CHECK-NEXT: %[[EMPTY:.+]] = tensor.empty() : tensor<3x8xf32>
+// CHECK-NOT: cf.assert
+// CHECK: %[[INS0:.+]] = tensor.insert_slice %[[A]] into %[[EMPTY]]
+// CHECK: %[[B0:.+]] = tensor.dim %[[B]], %c0{{(_[0-9]+)?}} : tensor<?x4xf32>
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[B0]], %[[A0]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.concat: input 1 dim 0 does not match input 0"
+// CHECK-NEXT: %[[R:.+]] = tensor.insert_slice %[[B]] into %[[INS0]][0, %[[OFF1]]] [%[[B0]], 4] [1, 1] : tensor<?x4xf32> into tensor<3x8xf32>
+// CHECK-NEXT: return %[[R]]
+func.func @check_concat_static_result(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>) -> tensor<3x8xf32> {
+  %y = kiln.concat %a, %b {axis = 1 : i64} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<3x8xf32>
+  return %y : tensor<3x8xf32>
+}
+
+// -----
+
+// Tests that split checks a dynamic axis dim against the sum of the sizes.
+
+// CHECK-LABEL: func.func @check_split
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?xf32>)
+// CHECK: %[[D1:.+]] = tensor.dim %[[X]], %c1{{(_[0-9]+)?}} : tensor<?x?xf32>
+// CHECK-NEXT: %[[C6:.+]] = arith.constant 6 : index
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[D1]], %[[C6]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.split: the split sizes do not add up to dim 1"
+// CHECK-NEXT: tensor.extract_slice %[[X]][0, 0]
+func.func @check_split(%x: tensor<?x?xf32>) -> (tensor<?x2xf32>, tensor<?x4xf32>) {
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: 2, 4>} : (tensor<?x?xf32>) -> (tensor<?x2xf32>, tensor<?x4xf32>)
+  return %a, %b : tensor<?x2xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that split checks each result's computed sizes against the static
+// sizes of its declared type: result 0, declared 4 x 2 where the input is
+// N x 6, checks N against 4 before its slice (N rows, cast to 4 x 2);
+// result 1, dynamic in dim 0, and the static axis sizes need no check.
+
+// CHECK-LABEL: func.func @check_split_static_result
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x6xf32>)
+// CHECK: %[[D0:.+]] = tensor.dim %[[X]], %c0{{(_[0-9]+)?}} : tensor<?x6xf32>
+// CHECK-NEXT: %[[C4:.+]] = arith.constant 4 : index
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[D0]], %[[C4]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.split: result 0 dim 0 is not the declared 4"
+// CHECK-NEXT: %[[A:.+]] = tensor.extract_slice %[[X]][0, 0] [%[[D0]], 2] [1, 1] : tensor<?x6xf32> to tensor<?x2xf32>
+// CHECK-NEXT: %[[A_CAST:.+]] = tensor.cast %[[A]] : tensor<?x2xf32> to tensor<4x2xf32>
+// CHECK-NEXT: %[[B:.+]] = tensor.extract_slice %[[X]][0, 2] [%[[D0]], 4] [1, 1] : tensor<?x6xf32> to tensor<?x4xf32>
+// CHECK-NEXT: return %[[A_CAST]], %[[B]] : tensor<4x2xf32>, tensor<?x4xf32>
+func.func @check_split_static_result(%x: tensor<?x6xf32>) -> (tensor<4x2xf32>, tensor<?x4xf32>) {
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: 2, 4>} : (tensor<?x6xf32>) -> (tensor<4x2xf32>, tensor<?x4xf32>)
+  return %a, %b : tensor<4x2xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// Tests that squeeze checks that a dynamic squeezed dim is 1, and not the
+// dims it keeps.
+
+// CHECK-LABEL: func.func @check_squeeze
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>)
+// CHECK: %[[D1:.+]] = tensor.dim %[[X]], %c1{{(_[0-9]+)?}} : tensor<?x?x64xf32>
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[OK:.+]] = arith.cmpi eq, %[[D1]], %[[ONE]] : index
+// CHECK-NEXT: cf.assert %[[OK]], "kiln.squeeze: squeezed dim 1 is not 1"
+// CHECK-NOT: cf.assert
+// CHECK: tensor.reshape %[[X]]
+func.func @check_squeeze(%x: tensor<?x?x64xf32>) -> tensor<?x64xf32> {
+  %y = kiln.squeeze %x {axes = array<i64: 1>} : (tensor<?x?x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that a reshape between static shapes (same element count, as the
+// verifier ensures) needs no check.
+
+// CHECK-LABEL: func.func @check_reshape_static
+// CHECK-NOT: cf.assert
+// CHECK: tensor.reshape
+func.func @check_reshape_static(%x: tensor<2x3x4xf32>, %s: tensor<2xi64>) -> tensor<6x4xf32> {
+  %y = kiln.reshape %x, %s : (tensor<2x3x4xf32>, tensor<2xi64>) -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}
+
+// -----
+
+// Tests that a reshape checks, after the element count, that each requested
+// dynamic size is at least -1 (-2 < size), naming the size: other
+// negative sizes are refused even when their product is the element count.
+
+// CHECK-LABEL: func.func @check_reshape_negative
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?xf32>, %[[S:[a-zA-Z0-9_]+]]: tensor<2xi64>)
+// CHECK: %[[E0:.+]] = tensor.extract %[[S]][%{{.+}}] : tensor<2xi64>
+// CHECK-NEXT: %[[R0:.+]] = arith.index_cast %[[E0]] : i64 to index
+// CHECK: %[[E1:.+]] = tensor.extract %[[S]][%{{.+}}] : tensor<2xi64>
+// CHECK-NEXT: %[[R1:.+]] = arith.index_cast %[[E1]] : i64 to index
+// CHECK: cf.assert %{{.+}}, "kiln.reshape: the requested shape does not hold the input's element count"
+// CHECK-NEXT: %[[M2:.+]] = arith.constant -2 : index
+// CHECK-NEXT: %[[OK0:.+]] = arith.cmpi slt, %[[M2]], %[[R0]] : index
+// CHECK-NEXT: cf.assert %[[OK0]], "kiln.reshape: requested size 0 is negative (only -1 may be)"
+// CHECK-NEXT: %[[M2_1:.+]] = arith.constant -2 : index
+// CHECK-NEXT: %[[OK1:.+]] = arith.cmpi slt, %[[M2_1]], %[[R1]] : index
+// CHECK-NEXT: cf.assert %[[OK1]], "kiln.reshape: requested size 1 is negative (only -1 may be)"
+// CHECK-NOT: cf.assert
+// CHECK: tensor.reshape %[[X]]
+func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tensor<?x?xf32> {
+  %y = kiln.reshape %x, %s : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
 }
