@@ -108,15 +108,30 @@ void releaseBuffer(void *buffer) {
 
 } // namespace kiln::rt
 
+extern "C" void kiln_rt_trap(const char *message);
+
+namespace {
+
+/// Generated code does not check for NULL, so a buffer that cannot be had
+/// (sizes from a bad request, say) ends the run with an error instead.
+void *allocateOrTrap(size_t alignment, size_t size) {
+  if (void *buffer = kiln::rt::allocateBuffer(alignment, size))
+    return buffer;
+  kiln_rt_trap("out of memory: a buffer the model needs cannot be allocated");
+  return nullptr;
+}
+
+} // namespace
+
 // MLIR's generic allocation functions (finalize-memref-to-llvm with
 // use-generic-functions), which generated code calls.
 extern "C" KILN_API void *_mlir_memref_to_llvm_alloc(uint64_t size) {
-  return kiln::rt::allocateBuffer(16, size);
+  return allocateOrTrap(16, size);
 }
 
 extern "C" KILN_API void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
                                                             uint64_t size) {
-  return kiln::rt::allocateBuffer(alignment, size);
+  return allocateOrTrap(alignment, size);
 }
 
 extern "C" KILN_API void _mlir_memref_to_llvm_free(void *buffer) {

@@ -174,7 +174,9 @@ kiln_status_t kiln_session_s::checkInput(int32_t index, kiln_dtype_t dtype,
       return makeStatus(KILN_STATUS_INVALID_ARGUMENT, what + ": too many elements");
     elements *= shape[d];
   }
-  uint64_t needed = elements * kiln_dtype_size(dtype);
+  uint64_t needed;
+  if (__builtin_mul_overflow(elements, kiln_dtype_size(dtype), &needed))
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, what + ": too many bytes");
   if (byteSize != needed)
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
                       what + ": " + std::to_string(byteSize) + " bytes given, shape " +
@@ -361,7 +363,14 @@ kiln_status_t kiln_instance_create(const kiln_instance_options_t *options,
   auto *instance = new (std::nothrow) kiln_instance_s();
   if (!instance)
     return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
-  instance->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
+  try {
+    instance->pool = std::make_unique<kiln::rt::ThreadPool>(threads);
+  } catch (const std::exception &error) {
+    delete instance;
+    return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED,
+                      "cannot start " + std::to_string(threads) +
+                          " threads: " + error.what());
+  }
   *out_instance = instance;
   return nullptr;
 }
@@ -373,7 +382,7 @@ int32_t kiln_instance_num_threads(const kiln_instance_t *instance) {
 }
 
 const char *kiln_instance_kernel_isa(const kiln_instance_t *instance) {
-  return kiln::rt::gemmIsaName(kiln::rt::detectGemmIsa());
+  return kiln::rt::gemmIsaName(kiln::rt::activeGemmIsa());
 }
 
 kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,

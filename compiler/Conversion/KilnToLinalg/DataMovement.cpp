@@ -200,13 +200,20 @@ struct TransposeLowering : public OpConversionPattern<TransposeOp> {
     Location loc = op.getLoc();
     SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, adaptor.getInput());
     SmallVector<OpFoldResult> sizes;
-    for (int64_t source : op.getPermutation())
+    SmallVector<int64_t> shape;
+    auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+    for (int64_t source : op.getPermutation()) {
       sizes.push_back(inputSizes[source]);
-    Value init = emptyTensor(rewriter, loc, op.getType(), sizes);
-    rewriter.replaceOp(op, rewriter
-                               .create<linalg::TransposeOp>(
-                                   loc, adaptor.getInput(), init, op.getPermutation())
-                               .getResults());
+      shape.push_back(inputType.getDimSize(source));
+    }
+    checkResultSizes(rewriter, loc, op, op.getType(), sizes);
+    auto permutedType = RankedTensorType::get(shape, inputType.getElementType());
+    Value init = emptyTensor(rewriter, loc, permutedType, sizes);
+    Value transposed = rewriter
+                           .create<linalg::TransposeOp>(loc, adaptor.getInput(),
+                                                        init, op.getPermutation())
+                           .getResult()[0];
+    rewriter.replaceOp(op, castTo(rewriter, loc, transposed, op.getType()));
     return success();
   }
 };
@@ -327,6 +334,7 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
       sizes[axis] = m.select(forward, forwardCount, backwardCount);
       strides[axis] = step;
     }
+    checkResultSizes(rewriter, loc, op, resultType, sizes);
     if (positiveSteps) {
       rewriter.replaceOp(op, extractSlice(rewriter, loc, input, offsets, sizes,
                                           strides, resultType));
@@ -367,6 +375,7 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
     sizes.append(indexSizes);
     sizes.append(dataSizes.begin() + axis + 1, dataSizes.end());
     Value axisSize = indexValue(rewriter, loc, dataSizes[axis]);
+    checkResultSizes(rewriter, loc, op, resultType, sizes);
 
     SmallVector<AffineExpr> indexExprs;
     for (int64_t dim = 0; dim < indexRank; ++dim)
@@ -434,6 +443,8 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
       }
       // A 1 in the shape keeps the input's size.
       Value requested = extractIndex(rewriter, loc, adaptor.getShape(), shapeIndex);
+      check(rewriter, loc, op, m.lt(m.c(-1), requested),
+            "requested size " + Twine(shapeIndex) + " is negative");
       sizes.push_back(m.select(m.eq(requested, m.c(1)), inputSize, requested));
     }
     rewriter.replaceOp(op, broadcastTo(rewriter, loc, op, 0, input, resultType, sizes));
@@ -456,9 +467,12 @@ struct TileLowering : public OpConversionPattern<TileOp> {
     SmallVector<OpFoldResult> sizes;
     for (auto [dim, size] : llvm::enumerate(inputSizes)) {
       inputDims.push_back(indexValue(rewriter, loc, size));
-      sizes.push_back(m.mul(inputDims.back(),
-                            extractIndex(rewriter, loc, adaptor.getRepeats(), dim)));
+      Value repeats = extractIndex(rewriter, loc, adaptor.getRepeats(), dim);
+      check(rewriter, loc, op, m.lt(m.c(-1), repeats),
+            "repeats " + Twine(dim) + " is negative");
+      sizes.push_back(m.mul(inputDims.back(), repeats));
     }
+    checkResultSizes(rewriter, loc, op, resultType, sizes);
     Value result = generate(
         rewriter, loc, resultType, sizes,
         [&](OpBuilder &b, Location nestedLoc, ArrayRef<Value> indices) -> Value {
@@ -542,6 +556,11 @@ struct RangeLowering : public OpConversionPattern<RangeOp> {
                         m.nonZero(toIndex(delta)));
     }
     count = m.max(count, m.c(0));
+    if (!resultType.isDynamicDim(0))
+      checkSameSize(rewriter, loc, op, count,
+                    rewriter.getIndexAttr(resultType.getDimSize(0)),
+                    "the result dim 0 is not the declared " +
+                        Twine(resultType.getDimSize(0)));
     OpFoldResult size = resultType.isDynamicDim(0)
                             ? OpFoldResult(count)
                             : rewriter.getIndexAttr(resultType.getDimSize(0));

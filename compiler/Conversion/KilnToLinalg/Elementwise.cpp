@@ -166,7 +166,15 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](AddOp) { return floatOrInt<arith::AddFOp, arith::AddIOp>(b, loc, args); })
       .Case([&](SubOp) { return floatOrInt<arith::SubFOp, arith::SubIOp>(b, loc, args); })
       .Case([&](MulOp) { return floatOrInt<arith::MulFOp, arith::MulIOp>(b, loc, args); })
-      .Case([&](DivOp) { return floatOrInt<arith::DivFOp, arith::DivSIOp>(b, loc, args); })
+      .Case([&](DivOp div) -> Value {
+        if (isa<FloatType>(type))
+          return b.create<arith::DivFOp>(loc, args);
+        // Integer division by zero would kill the process (SIGFPE).
+        Value nonZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
+                                                args[1], scalarConstant(b, loc, type, 0));
+        lowering::check(b, loc, div, nonZero, "integer division by zero");
+        return b.create<arith::DivSIOp>(loc, args);
+      })
       .Case([&](PowOp) { return floatOrInt<math::PowFOp, math::IPowIOp>(b, loc, args); })
       .Case([&](MaxOp) { return floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(b, loc, args); })
       .Case([&](MinOp) { return floatOrInt<arith::MinimumFOp, arith::MinSIOp>(b, loc, args); })

@@ -106,6 +106,7 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
                            .getResult(0);
       SmallVector<OpFoldResult> resultSizes(lhsSizes.begin(), lhsSizes.end() - 1);
       resultSizes.push_back(n);
+      checkResultSizes(rewriter, loc, op, resultType, resultSizes);
       rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, resultType,
                                        resultSizes));
       return success();
@@ -156,6 +157,7 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
     SmallVector<OpFoldResult> resultSizes = batch;
     resultSizes.push_back(m);
     resultSizes.push_back(n);
+    checkResultSizes(rewriter, loc, op, resultType, resultSizes);
     rewriter.replaceOp(op,
                        reshapeTo(rewriter, loc, product, resultType, resultSizes));
     return success();

@@ -89,7 +89,8 @@ void checkBroadcast(OpBuilder &b, Location loc, Operation *op,
     auto type = cast<RankedTensorType>(operand.getType());
     int64_t offset = rank - type.getRank();
     for (int64_t dim = 0; dim < type.getRank(); ++dim)
-      if (type.isDynamicDim(dim))
+      // A static 1 stretches; any other size must be the result's.
+      if (type.getDimSize(dim) != 1)
         checkSameSize(b, loc, op, tensor::getMixedSize(b, loc, operand, dim),
                       sizes[dim + offset],
                       "operand " + Twine(index) + " dim " + Twine(dim) +
