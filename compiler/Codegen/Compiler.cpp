@@ -4,6 +4,7 @@
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/Pipelines.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "runtime/src/Dtype.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -20,15 +21,8 @@ namespace {
 
 /// The runtime's name for an element type, or "" when it has none.
 std::string dtypeName(Type type) {
-  if (type.isF32()) return "f32";
-  if (type.isF16()) return "f16";
-  if (type.isBF16()) return "bf16";
-  if (type.isF64()) return "f64";
-  if (type.isInteger(64)) return "i64";
-  if (type.isInteger(32)) return "i32";
-  if (type.isInteger(8)) return "i8";
-  if (type.isInteger(1)) return "bool";
-  return "";
+  kiln_dtype_t dtype = runtimeDtype(type);
+  return dtype == KILN_DTYPE_INVALID ? "" : rt::dtypeName(dtype);
 }
 
 std::string typeString(Type type) {
@@ -155,9 +149,7 @@ bool collectWeights(ModuleOp module, ArtifactContents &artifact,
     weight.shape.assign(type.getShape().begin(), type.getShape().end());
     if (!weightBytes(value, storage[index], weight.data, error))
       return false;
-    size_t elementSize = type.getElementType().isInteger(1)
-                             ? 1
-                             : type.getElementTypeBitWidth() / 8;
+    size_t elementSize = rt::dtypeSize(runtimeDtype(type.getElementType()));
     if (weight.data.size() != elementSize * type.getNumElements()) {
       error = "a weight of type " + typeString(type) + " holds " +
               std::to_string(weight.data.size()) + " bytes";

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "runtime/include/kiln/runtime.h"
 
 namespace kiln {
 
@@ -22,6 +23,10 @@ constexpr llvm::StringLiteral kEntrySymbol = "kiln_entry";
 constexpr llvm::StringLiteral kTrapFunction = "kiln_rt_trap";
 /// The runtime's GEMM microkernel.
 constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
+
+/// The runtime's element type for `type`; KILN_DTYPE_INVALID when the runtime
+/// cannot pass it.
+kiln_dtype_t runtimeDtype(mlir::Type type);
 
 #define GEN_PASS_DECL
 #include "compiler/Codegen/Passes.h.inc"

@@ -1,7 +1,6 @@
 //===- PrepareEntryPoint.cpp - The kiln-prepare-entry-point pass ----------===//
 #include "compiler/Codegen/Passes.h"
 #include "dialects/Kiln/IR/KilnOps.h"
-#include "runtime/include/kiln/runtime.h"
 #include "runtime/src/ArtifactFormat.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -12,6 +11,18 @@ using namespace mlir;
 namespace kiln {
 #define GEN_PASS_DEF_PREPAREENTRYPOINT
 #include "compiler/Codegen/Passes.h.inc"
+
+kiln_dtype_t runtimeDtype(Type type) {
+  if (type.isF32()) return KILN_DTYPE_F32;
+  if (type.isF16()) return KILN_DTYPE_F16;
+  if (type.isBF16()) return KILN_DTYPE_BF16;
+  if (type.isF64()) return KILN_DTYPE_F64;
+  if (type.isInteger(64)) return KILN_DTYPE_I64;
+  if (type.isInteger(32)) return KILN_DTYPE_I32;
+  if (type.isInteger(8)) return KILN_DTYPE_I8;
+  if (type.isInteger(1)) return KILN_DTYPE_BOOL;
+  return KILN_DTYPE_INVALID;
+}
 
 namespace {
 
@@ -43,19 +54,6 @@ struct PrepareEntryPointPass
     func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
   }
 
-  /// The runtime's code for an element type; 0 (invalid) when it has none.
-  static int64_t dtypeCode(Type type) {
-    if (type.isF32()) return KILN_DTYPE_F32;
-    if (type.isF16()) return KILN_DTYPE_F16;
-    if (type.isBF16()) return KILN_DTYPE_BF16;
-    if (type.isF64()) return KILN_DTYPE_F64;
-    if (type.isInteger(64)) return KILN_DTYPE_I64;
-    if (type.isInteger(32)) return KILN_DTYPE_I32;
-    if (type.isInteger(8)) return KILN_DTYPE_I8;
-    if (type.isInteger(1)) return KILN_DTYPE_BOOL;
-    return KILN_DTYPE_INVALID;
-  }
-
   /// Exports kiln_signature (see ArtifactFormat.h): what the code expects of
   /// its arguments and results.
   LogicalResult emitSignature(ModuleOp module, func::FuncOp func,
@@ -67,10 +65,10 @@ struct PrepareEntryPointPass
     llvm::append_range(types, func.getResultTypes());
     for (Type type : types) {
       auto tensor = dyn_cast<RankedTensorType>(type);
-      if (!tensor || dtypeCode(tensor.getElementType()) == KILN_DTYPE_INVALID)
+      if (!tensor || runtimeDtype(tensor.getElementType()) == KILN_DTYPE_INVALID)
         return func.emitError() << "the runtime cannot pass a value of type "
                                 << type;
-      words.push_back(dtypeCode(tensor.getElementType()));
+      words.push_back(runtimeDtype(tensor.getElementType()));
       words.push_back(tensor.getRank());
       for (int64_t size : tensor.getShape())
         words.push_back(ShapedType::isDynamic(size) ? -1 : size);

@@ -2,6 +2,7 @@
 #include "kiln/runtime.h"
 #include "runtime/src/Artifact.h"
 #include "runtime/src/BufferPool.h"
+#include "runtime/src/Dtype.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
@@ -55,10 +56,10 @@ thread_local TrapTarget *currentTrapTarget = nullptr;
 /// it is not an allocation.
 void *const kGlobalMarker = reinterpret_cast<void *>(0xdeadbeef);
 
-uint64_t elementCount(const std::vector<int64_t> &shape) {
+uint64_t elementCount(const int64_t *shape, size_t rank) {
   uint64_t count = 1;
-  for (int64_t size : shape)
-    count *= static_cast<uint64_t>(size);
+  for (size_t i = 0; i < rank; ++i)
+    count *= static_cast<uint64_t>(shape[i]);
   return count;
 }
 
@@ -76,7 +77,7 @@ void copyStrided(char *dst, const char *src, const int64_t *shape,
     std::memcpy(dst, src, elementSize);
     return;
   }
-  uint64_t inner = elementCount(std::vector<int64_t>(shape + 1, shape + rank));
+  uint64_t inner = elementCount(shape + 1, rank - 1);
   for (int64_t i = 0; i < shape[0]; ++i)
     copyStrided(dst + i * inner * elementSize, src + i * strides[0] * elementSize,
                 shape + 1, strides + 1, rank - 1, elementSize);
@@ -284,7 +285,7 @@ kiln_status_t kiln_session_s::run() {
                               std::to_string(d) + " is " +
                               std::to_string(info.dims[d].size));
     size_t elementSize = kiln_dtype_size(info.dtype);
-    result.byteSize = elementCount(result.shape) * elementSize;
+    result.byteSize = elementCount(result.shape.data(), result.shape.size()) * elementSize;
     const char *source = aligned + offset * elementSize;
     OutputBinding &binding = outputBindings[i];
     bool dense = isRowMajor(shape, strides, rank);
@@ -321,29 +322,9 @@ kiln_status_t kiln_session_s::run() {
 
 extern "C" {
 
-size_t kiln_dtype_size(kiln_dtype_t dtype) {
-  switch (dtype) {
-  case KILN_DTYPE_F32: case KILN_DTYPE_I32: return 4;
-  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: return 2;
-  case KILN_DTYPE_F64: case KILN_DTYPE_I64: return 8;
-  case KILN_DTYPE_I8: case KILN_DTYPE_BOOL: return 1;
-  default: return 0;
-  }
-}
+size_t kiln_dtype_size(kiln_dtype_t dtype) { return kiln::rt::dtypeSize(dtype); }
 
-const char *kiln_dtype_name(kiln_dtype_t dtype) {
-  switch (dtype) {
-  case KILN_DTYPE_F32: return "f32";
-  case KILN_DTYPE_F16: return "f16";
-  case KILN_DTYPE_BF16: return "bf16";
-  case KILN_DTYPE_F64: return "f64";
-  case KILN_DTYPE_I64: return "i64";
-  case KILN_DTYPE_I32: return "i32";
-  case KILN_DTYPE_I8: return "i8";
-  case KILN_DTYPE_BOOL: return "bool";
-  default: return "invalid";
-  }
-}
+const char *kiln_dtype_name(kiln_dtype_t dtype) { return kiln::rt::dtypeName(dtype); }
 
 void kiln_instance_options_init(kiln_instance_options_t *options) {
   if (options)
