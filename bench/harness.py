@@ -5,6 +5,7 @@ inputs for the models/ exports, and runners for kiln-run and ONNX Runtime
 import json
 import os
 import subprocess
+import tempfile
 
 import numpy as np
 import onnx
@@ -83,26 +84,38 @@ def output_names(model_path):
     return [value.name for value in model.graph.output]
 
 
-def run_command(command):
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({result.returncode}):\n"
-                           f"{result.stdout}{result.stderr}")
-    return result.stdout
+def run_command(command, usage=None):
+    """Runs `command` and returns its stdout, raising on failure. When `usage`
+    is a dict, usage["max_rss_mb"] receives the process's peak resident set
+    size (MiB), from the rusage that wait4 reports for it alone."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True)
+        _, status, rusage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stdout.seek(0)
+        stderr.seek(0)
+        out, err = stdout.read(), stderr.read()
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n"
+                           f"{out}{err}")
+    if usage is not None:
+        usage["max_rss_mb"] = rusage.ru_maxrss / 1024.0  # Linux reports KiB
+    return out
 
 
 def run_kiln(kiln_run, artifact, flags, output_dir=None, threads=0, benchmark=0):
-    """Runs kiln-run; returns the benchmark statistics (ms) when asked."""
+    """Runs kiln-run; returns the benchmark statistics (ms) and the peak RSS
+    when asked."""
     command = [kiln_run, artifact, *flags, "--threads", str(threads)]
     if output_dir:
         command += ["--output-dir", output_dir]
     if benchmark:
         command += ["--benchmark", str(benchmark)]
-    stdout = run_command(command)
+    stats = {}
+    stdout = run_command(command, stats)
     if not benchmark:
         return None
     line = next(l for l in stdout.splitlines() if l.startswith("benchmark:"))
-    stats = {}
     for part in line.split(":", 2)[2].split(","):
         key, value, _ = part.split()
         stats[key + "_ms"] = float(value)
@@ -110,14 +123,18 @@ def run_kiln(kiln_run, artifact, flags, output_dir=None, threads=0, benchmark=0)
 
 
 def run_ort(model, flags, output_dir=None, threads=0, benchmark=0):
-    """Runs ONNX Runtime through run_ort.js; returns statistics when asked."""
+    """Runs ONNX Runtime through run_ort.js; returns statistics and the peak
+    RSS of the Node.js process when asked."""
     command = ["node", RUN_ORT, model, *flags, "--threads", str(threads)]
     if output_dir:
         command += ["--output-dir", output_dir]
     if benchmark:
         command += ["--benchmark", str(benchmark)]
-    stdout = run_command(command)
-    return json.loads(stdout.strip().splitlines()[-1]) if benchmark else None
+    usage = {}
+    stdout = run_command(command, usage)
+    if not benchmark:
+        return None
+    return {**json.loads(stdout.strip().splitlines()[-1]), **usage}
 
 
 def max_relative_error(actual, expected):

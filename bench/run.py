@@ -1,6 +1,9 @@
 """Runs Kiln and ONNX Runtime side by side on the models/ exports: same
 models, same inputs, same thread count, one process after the other in the
-same run. Prints a table of median latencies and writes JSON for tracking.
+same run. Kiln runs twice, compiled with every optimization and with
+`--disable=fusion`, so that the fusions' effect is measured in the same run.
+Prints a table of median latencies and peak resident set sizes and writes
+JSON for tracking.
 
 This is a benchmark, not a test: it checks no figure. CI runs it with --smoke
 (few runs, one shape per model) to keep it working.
@@ -31,6 +34,8 @@ CASES = [
     ("llama_tiny", 1, 1, 127, "decode"),
     ("llama_tiny", 8, 1, 127, "decode"),
 ]
+# The artifacts each case runs: every optimization on, and every fusion off.
+VARIANTS = {"fused": [], "unfused": ["--disable=fusion"]}
 SMOKE_CASES = [("bert_tiny", 1, 8, 0, "encode"), ("gpt2_tiny", 1, 1, 7, "decode"),
                ("llama_tiny", 1, 1, 7, "decode")]
 
@@ -53,14 +58,16 @@ def main():
 
     artifacts = {}
     for model in sorted({case[0] for case in cases}):
-        artifact = os.path.join(args.work_dir, model + ".kiln")
-        harness.run_command([args.kilnc, os.path.join(MODELS, model + ".onnx"),
-                             "-o", artifact])
-        artifacts[model] = artifact
+        for variant, options in VARIANTS.items():
+            artifact = os.path.join(args.work_dir, f"{model}.{variant}.kiln")
+            harness.run_command([args.kilnc, os.path.join(MODELS, model + ".onnx"),
+                                 "-o", artifact, *options])
+            artifacts[model, variant] = artifact
 
     results = []
     header = (f"{'model':<11} {'case':<8} {'shape (b, s, past)':<19} "
-              f"{'kiln ms':>9} {'ORT ms':>9} {'ORT/kiln':>9}")
+              f"{'kiln ms':>8} {'unfused':>8} {'fusion':>7} {'ORT ms':>8} "
+              f"{'ORT/kiln':>8} {'kiln MB':>8} {'ORT MB':>7}")
     print(f"threads: {args.threads}, runs: {runs} (median of each)")
     print(header)
     print("-" * len(header))
@@ -70,17 +77,23 @@ def main():
         os.makedirs(case_dir, exist_ok=True)
         inputs = harness.make_inputs(onnx_path, batch, sequence, past)
         flags = harness.save_inputs(inputs, case_dir)
-        kiln = harness.run_kiln(args.kiln_run, artifacts[model], flags,
-                                threads=args.threads, benchmark=runs)
+        kiln = {variant: harness.run_kiln(args.kiln_run, artifacts[model, variant],
+                                          flags, threads=args.threads, benchmark=runs)
+                for variant in VARIANTS}
         ort = harness.run_ort(onnx_path, flags, threads=args.threads, benchmark=runs)
-        ratio = ort["median_ms"] / kiln["median_ms"]
+        fused, unfused = kiln["fused"], kiln["unfused"]
+        ratio = ort["median_ms"] / fused["median_ms"]
+        speedup = unfused["median_ms"] / fused["median_ms"]
         shape = f"({batch}, {sequence}, {past})"
-        print(f"{model:<11} {kind:<8} {shape:<19} {kiln['median_ms']:>9.3f} "
-              f"{ort['median_ms']:>9.3f} {ratio:>9.2f}")
+        print(f"{model:<11} {kind:<8} {shape:<19} {fused['median_ms']:>8.3f} "
+              f"{unfused['median_ms']:>8.3f} {speedup:>7.2f} {ort['median_ms']:>8.3f} "
+              f"{ratio:>8.2f} {fused['max_rss_mb']:>8.1f} {ort['max_rss_mb']:>7.1f}")
         results.append({"model": model, "case": kind, "batch": batch,
-                        "sequence": sequence, "past": past, "kiln": kiln,
-                        "onnxruntime": ort, "ort_over_kiln": ratio})
-    print("ORT/kiln > 1 means kiln is faster.")
+                        "sequence": sequence, "past": past, "kiln": fused,
+                        "kiln_unfused": unfused, "onnxruntime": ort,
+                        "ort_over_kiln": ratio, "fusion_speedup": speedup})
+    print("fusion = unfused / kiln; ORT/kiln > 1 means kiln is faster; "
+          "MB = peak RSS of the process (kiln-run, or Node.js running ORT).")
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
               "threads": args.threads, "runs": runs, "results": results}
     path = args.json or os.path.join(args.work_dir, "results.json")

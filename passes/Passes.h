@@ -3,10 +3,12 @@
 #define KILN_PASSES_PASSES_H
 
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 #include <memory>
+#include <string>
 
 namespace kiln {
 
@@ -15,6 +17,32 @@ namespace kiln {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// Which graph optimizations run. Everything is on by default; `kilnc
+/// --disable=...` turns optimizations off by name to measure their effect.
+struct OptimizationOptions {
+  bool fuseAttention = true;
+  bool fuseNormalizations = true;
+  bool fuseActivations = true;
+  /// linalg's elementwise fusion after the lowering (chains of elementwise
+  /// ops into one loop); it belongs to the tensor lowering pipeline.
+  bool fuseElementwise = true;
+
+  /// Turns off the comma-separated `names`: "fusion" (every fusion), or
+  /// "fuse-attention", "fuse-normalizations", "fuse-activations",
+  /// "fuse-elementwise". False, with `error` naming it, on an unknown name.
+  bool disable(llvm::StringRef names, std::string &error);
+};
+
+/// The kiln-to-kiln passes that `options` enables, each followed by
+/// canonicalization: the fusions, in the order attention, normalizations,
+/// activations.
+void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,
+                                    const OptimizationOptions &options = {});
+
+/// Registers buildGraphOptimizationPipeline with every optimization on as the
+/// kiln-opt pipeline `kiln-optimize-graph`.
+void registerKilnGraphPipeline();
 
 } // namespace kiln
 

@@ -29,4 +29,102 @@ def KilnPrintSummary : Pass<"kiln-print-summary", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Fuses decomposed scaled dot-product attention into kiln.attention";
+  let description = [{
+    Recognizes the attention core that exporters emit for multi-head and
+    grouped-query attention once the key/value heads are laid out per query
+    head:
+
+    ```
+    softmax(where(keep, (Q · transpose(K, [0, 1, 3, 2])) / c, fill) + mask) · V
+    ```
+
+    where the `where`, the additive `mask` and the scale (a division or a
+    multiplication by a scalar constant) are each optional, and replaces it
+    with one `kiln.attention`, which the CPU backend runs as a
+    streaming-softmax kernel that never materializes the scores.
+
+    It does not fire when an intermediate has another user (the scores, the
+    probabilities, ...), when a mask would broadcast the scores to a larger
+    shape, when batch or head dims would broadcast between Q, K and V, when
+    the scale or fill is not a scalar constant, or for element types other
+    than f32.
+
+    Example:
+
+    ```mlir
+    %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : ...
+    %s = kiln.matmul %q, %kt : ...
+    %d = kiln.div %s, %c4 : ...
+    %m = kiln.add %d, %mask : ...
+    %p = kiln.softmax %m {axis = 3 : i64} : ...
+    %o = kiln.matmul %p, %v : ...
+    // becomes
+    %o = kiln.attention %q, %k, %v bias %mask {scale = 2.500000e-01 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnFuseNormalizations : Pass<"kiln-fuse-normalizations", "mlir::func::FuncOp"> {
+  let summary = "Fuses decomposed LayerNorm and RMSNorm into kiln.layer_norm / kiln.rms_norm";
+  let description = [{
+    Exports before opset 17 write LayerNorm out, and every export writes
+    RMSNorm out:
+
+    ```
+    LayerNorm: d = x - mean(x);  d / sqrt(mean(d^2) + eps) * gamma [+ beta]
+    RMSNorm:   x * 1 / sqrt(mean(x^2) + eps) * gamma
+    ```
+
+    The means must run over the trailing axes with kept dims and `eps` must
+    be a scalar constant. `d^2` may be `pow(d, 2)` or `d * d`, and the
+    division may be a `div`, or a multiplication by `rsqrt`,
+    `reciprocal(sqrt)` or `1 / sqrt`. `gamma` and `beta` must broadcast over
+    the normalized axes only. Nothing fires when an intermediate (the mean,
+    the deviation, the centered `d` beyond its two uses) has another user.
+
+    Example:
+
+    ```mlir
+    %m = kiln.reduce_mean %x {axes = array<i64: 2>} : ...
+    %d = kiln.sub %x, %m : ...
+    ...
+    %y = kiln.add %s, %beta : ...
+    // becomes
+    %y = kiln.layer_norm %x, %gamma, %beta {axis = 2 : i64, epsilon = 1.0e-05 : f32} : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnFuseActivations : Pass<"kiln-fuse-activations", "mlir::func::FuncOp"> {
+  let summary = "Fuses decomposed GELU and SiLU into kiln.gelu / kiln.silu";
+  let description = [{
+    Recognizes
+
+    ```
+    GELU:        0.5 * x * (1 + erf(x / sqrt(2)))
+    GELU (tanh): 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+    SiLU:        x * sigmoid(x)
+    ```
+
+    with the GELU's three factors multiplied in any grouping and order, and
+    constants matched to 1e-6 relative (exporters store them in f32). It does
+    not fire when an intermediate has another user or when a factor would
+    broadcast `x` to a larger shape.
+
+    Example:
+
+    ```mlir
+    %s = kiln.sigmoid %x : tensor<?x?x172xf32>
+    %y = kiln.mul %x, %s : (tensor<?x?x172xf32>, tensor<?x?x172xf32>) -> tensor<?x?x172xf32>
+    // becomes
+    %y = kiln.silu %x : tensor<?x?x172xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES_TD

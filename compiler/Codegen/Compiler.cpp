@@ -1,6 +1,7 @@
 //===- Compiler.cpp - kiln IR to a .kiln artifact -------------------------===//
 #include "compiler/Codegen/Compiler.h"
 #include "compiler/Codegen/ObjectEmitter.h"
+#include "compiler/Codegen/PassReport.h"
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/Pipelines.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
@@ -195,8 +196,19 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
       !describeSignature(func, options, artifact, error))
     return false;
 
+  auto instrument = [&](PassManager &pm) {
+    if (options.report)
+      pm.addInstrumentation(options.report->instrumentation());
+  };
+  if (stage == CompileStage::Optimized) {
+    PassManager graph(module.getContext());
+    instrument(graph);
+    buildGraphOptimizationPipeline(graph, options.optimizations);
+    return runPipeline(graph, module, "graph optimization", error);
+  }
   PassManager tensors(module.getContext());
-  buildTensorLoweringPipeline(tensors);
+  instrument(tensors);
+  buildTensorLoweringPipeline(tensors, options.optimizations);
   if (!runPipeline(tensors, module, "lowering to linalg", error))
     return false;
   if (stage == CompileStage::Linalg)
@@ -205,6 +217,7 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     return false;
 
   PassManager llvmLowering(module.getContext());
+  instrument(llvmLowering);
   buildLLVMCPULoweringPipeline(llvmLowering);
   if (!runPipeline(llvmLowering, module, "lowering to LLVM", error))
     return false;

@@ -3,6 +3,7 @@
 #define KILN_COMPILER_CODEGEN_COMPILER_H
 
 #include "compiler/Artifact/ArtifactWriter.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -11,6 +12,8 @@
 #include <vector>
 
 namespace kiln {
+
+class PassReport;
 
 struct DimBound {
   int64_t min = 0, max = 0;
@@ -22,12 +25,16 @@ struct CompileOptions {
   /// dims get [0, kDefaultDimMax].
   std::map<std::string, DimBound> dimBounds;
   std::string compilerVersion;
+  OptimizationOptions optimizations;
+  /// When set, records what every pass did (kilnc --report).
+  PassReport *report = nullptr;
 };
 
 inline constexpr int64_t kDefaultDimMax = (int64_t(1) << 31) - 1;
 
 /// How far to compile; the module holds the IR of the last stage run.
-enum class CompileStage { Linalg, LLVM, Artifact };
+/// Optimized is kiln IR after the graph optimizations.
+enum class CompileStage { Optimized, Linalg, LLVM, Artifact };
 
 /// Compiles `module` (kiln IR with entry function @main) up to `stage`.
 /// For CompileStage::Artifact, `artifact` receives everything writeArtifact

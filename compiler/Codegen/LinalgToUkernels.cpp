@@ -1,5 +1,6 @@
 //===- LinalgToUkernels.cpp - The kiln-linalg-to-ukernels pass ------------===//
 #include "compiler/Codegen/Passes.h"
+#include "compiler/Conversion/UkernelCalls.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
@@ -45,35 +46,6 @@ linalg::FillOp zeroFillBefore(Operation *op, Value output) {
   return fill;
 }
 
-/// A buffer's data pointer (offset applied), its sizes and strides.
-struct BufferOperand {
-  Value pointer;
-  SmallVector<Value> sizes, strides;
-};
-
-BufferOperand describe(OpBuilder &b, Location loc, Value buffer) {
-  auto metadata = b.create<memref::ExtractStridedMetadataOp>(loc, buffer);
-  Value base = b.create<arith::IndexCastOp>(
-      loc, b.getI64Type(),
-      b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer));
-  Value offsetBytes = b.create<arith::MulIOp>(
-      loc,
-      b.create<arith::IndexCastOp>(loc, b.getI64Type(), metadata.getOffset()),
-      b.create<arith::ConstantIntOp>(loc, sizeof(float), 64));
-  Value address = b.create<arith::AddIOp>(loc, base, offsetBytes);
-  BufferOperand result;
-  result.pointer = b.create<LLVM::IntToPtrOp>(
-      loc, LLVM::LLVMPointerType::get(b.getContext()), address);
-  auto toI64 = [&](Value index) -> Value {
-    return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
-  };
-  for (Value size : metadata.getSizes())
-    result.sizes.push_back(toI64(size));
-  for (Value stride : metadata.getStrides())
-    result.strides.push_back(toI64(stride));
-  return result;
-}
-
 struct LinalgToUkernelsPass
     : public impl::LinalgToUkernelsBase<LinalgToUkernelsPass> {
   void runOnOperation() override {
@@ -102,13 +74,13 @@ struct LinalgToUkernelsPass
 
     OpBuilder builder(op);
     Location loc = op.getLoc();
-    BufferOperand lhs = describe(builder, loc, a);
-    BufferOperand rhs = describe(builder, loc, b);
-    BufferOperand out = describe(builder, loc, c);
+    UkernelBuffer lhs = describeBuffer(builder, loc, a);
+    UkernelBuffer rhs = describeBuffer(builder, loc, b);
+    UkernelBuffer out = describeBuffer(builder, loc, c);
     Value zero = builder.create<arith::ConstantIntOp>(loc, 0, 64);
     Value one = builder.create<arith::ConstantIntOp>(loc, 1, 64);
     unsigned rowDim = batched ? 1 : 0;
-    auto batchStride = [&](BufferOperand &operand) {
+    auto batchStride = [&](UkernelBuffer &operand) {
       return batched ? operand.strides[0] : zero;
     };
     Value m = out.sizes[rowDim], n = out.sizes[rowDim + 1];
@@ -120,22 +92,11 @@ struct LinalgToUkernelsPass
         builder.create<arith::ConstantIntOp>(loc, transposeB, 64),
         out.pointer, batchStride(out), out.strides[rowDim],
         builder.create<arith::ConstantIntOp>(loc, fill ? 0 : 1, 64)};
-    builder.create<func::CallOp>(loc, getOrDeclareSgemm(module, arguments),
+    builder.create<func::CallOp>(loc, getOrDeclareUkernel(module, kSgemmUkernel, arguments),
                                  arguments);
     op->erase();
     if (fill)
       fill->erase();
-  }
-
-  func::FuncOp getOrDeclareSgemm(ModuleOp module, ValueRange arguments) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(kSgemmUkernel))
-      return existing;
-    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    auto type = builder.getFunctionType(TypeRange(arguments), {});
-    auto declaration =
-        builder.create<func::FuncOp>(module.getLoc(), kSgemmUkernel, type);
-    declaration.setPrivate();
-    return declaration;
   }
 };
 

@@ -21,8 +21,6 @@ constexpr llvm::StringLiteral kWeightsAttrName = "kiln.weights";
 constexpr llvm::StringLiteral kEntrySymbol = "kiln_entry";
 /// The runtime's handler of failed run-time checks; it does not return.
 constexpr llvm::StringLiteral kTrapFunction = "kiln_rt_trap";
-/// The runtime's GEMM microkernel.
-constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
 
 /// The runtime's element type for `type`; KILN_DTYPE_INVALID when the runtime
 /// cannot pass it.

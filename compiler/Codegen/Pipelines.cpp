@@ -3,6 +3,7 @@
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -22,12 +23,15 @@ using namespace mlir;
 
 namespace kiln {
 
-void buildTensorLoweringPipeline(OpPassManager &pm) {
+void buildTensorLoweringPipeline(OpPassManager &pm,
+                                 const OptimizationOptions &options) {
   pm.addPass(createCanonicalizerPass());
+  buildGraphOptimizationPipeline(pm, options);
   pm.addPass(createPrepareEntryPoint());
-  pm.addNestedPass<func::FuncOp>(createConvertKilnToLinalg());
+  pm.addPass(createConvertKilnToLinalg());
   pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  if (options.fuseElementwise)
+    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -85,7 +89,7 @@ void registerKilnPipelines() {
   PassPipelineRegistration<>(
       "kiln-lower-to-tensors",
       "Lowers kiln IR to fused linalg on tensors (every backend)",
-      buildTensorLoweringPipeline);
+      [](OpPassManager &pm) { buildTensorLoweringPipeline(pm); });
   PassPipelineRegistration<>(
       "kiln-lower-to-llvm-cpu",
       "Lowers linalg on tensors to the LLVM dialect for the CPU runtime",

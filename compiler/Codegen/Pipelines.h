@@ -3,7 +3,8 @@
 // The lowering splits at bufferization. Above the split everything is shared
 // by every backend; below it each target has its own stages:
 //
-//   kiln --(kiln-prepare-entry-point, kiln-convert-to-linalg, fusion)-->
+//   kiln --(graph optimizations, kiln-prepare-entry-point,
+//           kiln-convert-to-linalg, elementwise fusion)-->
 //   linalg/tensor/arith/math                     [buildTensorLoweringPipeline]
 //   ---------------------------- target split ----------------------------
 //   CPU: one-shot bufferization, deallocation, GEMM microkernel calls,
@@ -15,13 +16,17 @@
 #ifndef KILN_COMPILER_CODEGEN_PIPELINES_H
 #define KILN_COMPILER_CODEGEN_PIPELINES_H
 
+#include "passes/Passes.h"
+
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace kiln {
 
-/// kiln IR (entry function `main`) to fused linalg on tensors.
-void buildTensorLoweringPipeline(mlir::OpPassManager &pm);
+/// kiln IR (entry function `main`) to fused linalg on tensors, through the
+/// graph optimizations that `options` enables (passes/Passes.h).
+void buildTensorLoweringPipeline(mlir::OpPassManager &pm,
+                                 const OptimizationOptions &options = {});
 /// linalg on tensors to the LLVM dialect with the kiln_entry entry point.
 void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm);
 

@@ -4,7 +4,7 @@
 
 include "mlir/Pass/PassBase.td"
 
-def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::func::FuncOp"> {
+def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lowers every kiln op to linalg, tensor, arith and math";
   let description = [{
     The target-independent lowering that every backend shares: elementwise
@@ -13,6 +13,9 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::func::FuncOp"> {
     backend later swaps them for microkernel calls), reductions become
     reducing `linalg.generic`s, and data movement becomes `tensor` ops.
     Normalizations and softmax are first decomposed into kiln ops.
+    `kiln.attention` becomes a call of the runtime's streaming-softmax
+    microkernel (`kiln_ukernel_attention`) on the operands' buffers, which is
+    why the pass runs on the module: it declares the microkernel there.
 
     Dynamic sizes are read from the operands at run time (`tensor.dim`). A
     dynamic dimension is assumed not to broadcast: it must equal the other
@@ -33,9 +36,12 @@ def ConvertKilnToLinalg : Pass<"kiln-convert-to-linalg", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
     "::mlir::cf::ControlFlowDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::tensor::TensorDialect",
   ];
 }

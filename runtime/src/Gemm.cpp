@@ -48,9 +48,26 @@ void genericMicrokernel(int64_t k, const float *packedA, const float *packedB,
   }
 }
 
+constexpr int64_t kGenericDirectCols = 16;
+
+void genericDirect(int64_t k, const float *a, int64_t lda, const float *b,
+                   int64_t ldb, float *c, int64_t ldc, int64_t rows,
+                   int64_t cols, bool accumulate) {
+  float acc[detail::kDirectRows][kGenericDirectCols] = {};
+  for (int64_t p = 0; p < k; ++p, b += ldb)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        acc[r][j] += a[r * lda + p] * b[j];
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = c + r * ldc;
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] = accumulate ? row[j] + acc[r][j] : acc[r][j];
+  }
+}
+
 constexpr detail::GemmMicrokernel genericMicrokernelInfo{
-    genericMicrokernel, kGenericMr, kGenericNr, /*kc=*/256, /*mc=*/1024,
-    /*nc=*/256};
+    genericMicrokernel, kGenericMr,    kGenericNr,        /*kc=*/256,
+    /*mc=*/1024,        /*nc=*/256,    genericDirect,     kGenericDirectCols};
 
 //===----------------------------------------------------------------------===//
 // ISA choice
@@ -233,6 +250,26 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   }
 }
 
+/// C = (accumulate ? C : 0) + A·B for m <= kDirectRows, B not transposed,
+/// one strip of directCols columns at a time, split over the pool when the
+/// product is big enough (a wide output layer).
+void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
+                int64_t m, int64_t n, ThreadPool *pool) {
+  const int64_t strips = ceilDiv(n, kernel.directCols);
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t strip = begin; strip < end; ++strip) {
+      const int64_t j = strip * kernel.directCols;
+      kernel.runDirect(g.k, g.a, g.lda, g.b + j, g.ldb, g.c + j, g.ldc, m,
+                       std::min(kernel.directCols, n - j), g.accumulate);
+    }
+  };
+  if (threadsWorthUsing(pool, static_cast<double>(m) * n * g.k) > 1 &&
+      strips > 1)
+    pool->parallelFor(strips, run);
+  else
+    run(0, strips);
+}
+
 /// [0, length) cut into `parts` ranges of whole `unit`-long strips (the last
 /// strip may be short), as even as possible.
 struct Split {
@@ -295,14 +332,14 @@ TileGrid chooseTileGrid(int64_t m, int64_t n, int64_t mr, int64_t nr,
 /// runs 10-30% slower than 1 thread; 2M makes them break even.
 constexpr double kMinMultiplyAddsPerThread = 2048 * 1024;
 
+} // namespace
+
 int threadsWorthUsing(ThreadPool *pool, double multiplyAdds) {
   if (!pool)
     return 1;
   return static_cast<int>(std::clamp(multiplyAdds / kMinMultiplyAddsPerThread,
                                      1.0, static_cast<double>(pool->size())));
 }
-
-} // namespace
 
 GemmIsa detectGemmIsa() {
   const GemmIsa supported = cpuGemmIsa();
@@ -354,6 +391,10 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
   }
   const detail::GemmMicrokernel &kernel = microkernelFor(activeGemmIsa());
   const GemmOperands operands{k, a, lda, b, ldb, transposeB, c, ldc, accumulate};
+  if (!transposeB && m <= detail::kDirectRows) {
+    directGemm(kernel, operands, m, n, pool);
+    return;
+  }
   const TileGrid grid =
       chooseTileGrid(m, n, kernel.mr, kernel.nr,
                      threadsWorthUsing(pool, static_cast<double>(m) * n * k));

@@ -28,6 +28,11 @@ GemmIsa activeGemmIsa();
 /// never runs instructions the CPU lacks. For tests and benchmarks.
 void setGemmIsa(GemmIsa isa);
 
+/// How many of `pool`'s threads a kernel doing `multiplyAdds` multiply-adds
+/// should split over: 1 without a pool, and never so many that a thread gets
+/// less work than waking it costs.
+int threadsWorthUsing(ThreadPool *pool, double multiplyAdds);
+
 /// C = A·B, or C = A·Bᵀ when transposeB, for row-major m×k A and m×n C, and B
 /// k×n (or n×k when transposeB); with `accumulate`, C += the product instead.
 /// Leading dimensions are in elements and may exceed the logical row width.
@@ -58,7 +63,19 @@ struct GemmMicrokernel {
   int64_t kc;
   int64_t mc;
   int64_t nc;
+  /// Computes C[0:rows, 0:cols] = (accumulate ? C : 0) + A·B straight from
+  /// row-major A (lda) and B (ldb), for rows <= kDirectRows and cols <=
+  /// directCols. When only a few rows of A pass over B (a decode step
+  /// multiplies one row per sequence), packing B costs more than the product,
+  /// and the packed kernel would compute all mr rows for each.
+  void (*runDirect)(int64_t k, const float *a, int64_t lda, const float *b,
+                    int64_t ldb, float *c, int64_t ldc, int64_t rows,
+                    int64_t cols, bool accumulate);
+  int64_t directCols;
 };
+
+/// Products with at most this many rows of A skip packing (runDirect).
+constexpr int64_t kDirectRows = 4;
 
 #if defined(__x86_64__)
 extern const GemmMicrokernel avx2Microkernel;

@@ -83,12 +83,77 @@ avx2Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
   }
 }
 
+// 4 rows × 2 ymm of columns: 8 accumulators, 2 vectors of B and a broadcast
+// of A.
+constexpr int kDirectVectors = 2;
+constexpr int kDirectColumns = kDirectVectors * kLanes;
+
+/// 8 floats at `from`: a plain load for a full strip, else the lanes of
+/// `mask` (masked loads are slow on some AMD cores).
+__attribute__((target("avx2"), always_inline)) inline __m256
+loadLanes(const float *from, bool full, __m256i mask) {
+  return full ? _mm256_loadu_ps(from) : _mm256_maskload_ps(from, mask);
+}
+
+template <int Rows>
+__attribute__((target("avx2,fma"), always_inline)) inline void
+avx2DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
+               int64_t ldb, float *c, int64_t ldc, int64_t cols,
+               bool accumulate) {
+  const bool full = cols == kDirectColumns;
+  __m256i mask[kDirectVectors];
+  __m256 acc[Rows][kDirectVectors];
+  for (int q = 0; q < kDirectVectors; ++q) {
+    mask[q] = laneMask(cols - q * kLanes);
+    for (int r = 0; r < Rows; ++r)
+      acc[r][q] = _mm256_setzero_ps();
+  }
+  for (int64_t p = 0; p < k; ++p, b += ldb) {
+    __m256 row[kDirectVectors];
+    for (int q = 0; q < kDirectVectors; ++q)
+      row[q] = loadLanes(b + q * kLanes, full, mask[q]);
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 scalar = _mm256_broadcast_ss(a + r * lda + p);
+      for (int q = 0; q < kDirectVectors; ++q)
+        acc[r][q] = _mm256_fmadd_ps(scalar, row[q], acc[r][q]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int q = 0; q < kDirectVectors; ++q) {
+      float *out = c + r * ldc + q * kLanes;
+      if (accumulate)
+        acc[r][q] = _mm256_add_ps(acc[r][q], loadLanes(out, full, mask[q]));
+      if (full)
+        _mm256_storeu_ps(out, acc[r][q]);
+      else
+        _mm256_maskstore_ps(out, mask[q], acc[r][q]);
+    }
+}
+
+__attribute__((target("avx2,fma"))) void
+avx2Direct(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
+           float *c, int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
+  switch (rows) {
+  case 1:
+    return avx2DirectRows<1>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  case 2:
+    return avx2DirectRows<2>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  case 3:
+    return avx2DirectRows<3>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  default:
+    return avx2DirectRows<4>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  }
+}
+
+static_assert(kDirectRows == 4, "avx2Direct handles 1 to 4 rows");
+
 } // namespace
 
 // A 256×128 panel of B (128 KB) fits in the 256 KB L2 of the smallest AVX2
 // cores with room for the C rows and A strips (6 KB each) passing through.
-const GemmMicrokernel avx2Microkernel{avx2Kernel, kRows,      kColumns,
-                                      /*kc=*/256, /*mc=*/960, /*nc=*/128};
+const GemmMicrokernel avx2Microkernel{
+    avx2Kernel, kRows,      kColumns,      /*kc=*/256, /*mc=*/960,
+    /*nc=*/128, avx2Direct, kDirectColumns};
 
 } // namespace kiln::rt::detail
 

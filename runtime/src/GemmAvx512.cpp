@@ -72,13 +72,68 @@ avx512Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
   }
 }
 
+// 4 rows × 4 zmm of columns: 16 accumulators, and 4 vectors of B loaded once
+// per step of k for every row.
+constexpr int kDirectVectors = 4;
+constexpr int kDirectColumns = kDirectVectors * kLanes;
+
+template <int Rows>
+__attribute__((target("avx512f"), always_inline)) inline void
+avx512DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
+                 int64_t ldb, float *c, int64_t ldc, int64_t cols,
+                 bool accumulate) {
+  __mmask16 mask[kDirectVectors];
+  __m512 acc[Rows][kDirectVectors];
+  for (int q = 0; q < kDirectVectors; ++q) {
+    mask[q] = laneMask(cols - q * kLanes);
+    for (int r = 0; r < Rows; ++r)
+      acc[r][q] = _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < k; ++p, b += ldb) {
+    __m512 row[kDirectVectors];
+    for (int q = 0; q < kDirectVectors; ++q)
+      row[q] = _mm512_maskz_loadu_ps(mask[q], b + q * kLanes);
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 scalar = _mm512_set1_ps(a[r * lda + p]);
+      for (int q = 0; q < kDirectVectors; ++q)
+        acc[r][q] = _mm512_fmadd_ps(scalar, row[q], acc[r][q]);
+    }
+  }
+  for (int r = 0; r < Rows; ++r)
+    for (int q = 0; q < kDirectVectors; ++q) {
+      float *out = c + r * ldc + q * kLanes;
+      if (accumulate)
+        acc[r][q] = _mm512_add_ps(acc[r][q], _mm512_maskz_loadu_ps(mask[q], out));
+      _mm512_mask_storeu_ps(out, mask[q], acc[r][q]);
+    }
+}
+
+__attribute__((target("avx512f"))) void
+avx512Direct(int64_t k, const float *a, int64_t lda, const float *b,
+             int64_t ldb, float *c, int64_t ldc, int64_t rows, int64_t cols,
+             bool accumulate) {
+  switch (rows) {
+  case 1:
+    return avx512DirectRows<1>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  case 2:
+    return avx512DirectRows<2>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  case 3:
+    return avx512DirectRows<3>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  default:
+    return avx512DirectRows<4>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  }
+}
+
+static_assert(kDirectRows == 4, "avx512Direct handles 1 to 4 rows");
+
 } // namespace
 
 // A 384×256 panel of B (384 KB) fits in the 1 MB and larger L2 of AVX-512
 // cores with room for the C rows and A strips (18 KB each) passing through;
 // kc = 384 keeps the passes over C, one per kc of depth, few.
-const GemmMicrokernel avx512Microkernel{avx512Kernel, kRows,      kColumns,
-                                        /*kc=*/384,   /*mc=*/960, /*nc=*/256};
+const GemmMicrokernel avx512Microkernel{
+    avx512Kernel, kRows,        kColumns,      /*kc=*/384, /*mc=*/960,
+    /*nc=*/256,   avx512Direct, kDirectColumns};
 
 } // namespace kiln::rt::detail
 

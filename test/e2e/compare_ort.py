@@ -1,6 +1,9 @@
 """Runs every models/ export through kiln and through ONNX Runtime on the same
 random inputs and requires max |kiln - ORT| / max |ORT| <= 1e-4 on every
-output. Decoders run with past length 0 and > 0.
+output. Decoders run with past length 0 and > 0. Kiln compiles each model
+twice, with every optimization and with every fusion off. In batches of more
+than one, the last sequence's first keys are padding (attention_mask 0), so
+that the masks take part.
 
 usage: compare_ort.py KILNC KILN_RUN MODELS_DIR WORK_DIR
 """
@@ -20,6 +23,9 @@ CASES = {
     "llama_tiny": [(1, 1, 0), (2, 7, 0), (1, 1, 5), (3, 4, 9)],
 }
 
+# Every optimization on, and every fusion off.
+VARIANTS = {"fused": [], "unfused": ["--disable=fusion"]}
+
 
 def main():
     kilnc, kiln_run, models_dir, work_dir = sys.argv[1:5]
@@ -27,26 +33,32 @@ def main():
     failures = 0
     for model_name, cases in CASES.items():
         model = os.path.join(models_dir, model_name + ".onnx")
-        artifact = os.path.join(work_dir, model_name + ".kiln")
-        harness.run_command([kilnc, model, "-o", artifact])
+        artifacts = {}
+        for variant, options in VARIANTS.items():
+            artifacts[variant] = os.path.join(work_dir, f"{model_name}.{variant}.kiln")
+            harness.run_command([kilnc, model, "-o", artifacts[variant], *options])
         names = harness.output_names(model)
         for seed, (batch, sequence, past) in enumerate(cases):
             case = f"{model_name} batch={batch} sequence={sequence} past={past}"
             case_dir = os.path.join(work_dir, f"{model_name}_{batch}_{sequence}_{past}")
-            for sub in ("inputs", "kiln", "ort"):
+            for sub in ("inputs", "ort", *VARIANTS):
                 os.makedirs(os.path.join(case_dir, sub), exist_ok=True)
             inputs = harness.make_inputs(model, batch, sequence, past, seed=seed)
+            mask = inputs["attention_mask"]
+            if batch > 1:
+                mask[-1, :(mask.shape[1] + 1) // 2] = 0
             flags = harness.save_inputs(inputs, os.path.join(case_dir, "inputs"))
-            harness.run_kiln(kiln_run, artifact, flags, os.path.join(case_dir, "kiln"))
             harness.run_ort(model, flags, os.path.join(case_dir, "ort"))
-            kiln = harness.load_outputs(os.path.join(case_dir, "kiln"), names)
             ort = harness.load_outputs(os.path.join(case_dir, "ort"), names)
-            for name in names:
-                error = harness.max_relative_error(kiln[name], ort[name])
-                ok = error <= TOLERANCE
-                failures += not ok
-                print(f"{'PASS' if ok else 'FAIL'}: {case} {name} "
-                      f"{list(ort[name].shape)} max relative error {error:.3g}")
+            for variant, artifact in artifacts.items():
+                harness.run_kiln(kiln_run, artifact, flags, os.path.join(case_dir, variant))
+                kiln = harness.load_outputs(os.path.join(case_dir, variant), names)
+                for name in names:
+                    error = harness.max_relative_error(kiln[name], ort[name])
+                    ok = error <= TOLERANCE
+                    failures += not ok
+                    print(f"{'PASS' if ok else 'FAIL'}: {case} {variant} {name} "
+                          f"{list(ort[name].shape)} max relative error {error:.3g}")
     print(f"{failures} output(s) over the {TOLERANCE} tolerance")
     return 1 if failures else 0
 

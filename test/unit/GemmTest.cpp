@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Gemm.h"
 #include "runtime/src/ThreadPool.h"
+#include "test/unit/PerIsaTest.h"
 
 #include <gtest/gtest.h>
 
@@ -86,20 +87,7 @@ void expectProduct(const Matrix &a, const Matrix &b, bool transposeB,
 // sgemm, per ISA
 //===----------------------------------------------------------------------===//
 
-class SgemmTest : public ::testing::TestWithParam<GemmIsa> {
-protected:
-  void SetUp() override {
-    if (GetParam() > detectGemmIsa())
-      GTEST_SKIP() << "this CPU lacks " << gemmIsaName(GetParam())
-                   << " (or KILN_ISA forces a lower ISA)";
-    previousIsa_ = activeGemmIsa();
-    setGemmIsa(GetParam());
-  }
-  void TearDown() override { setGemmIsa(previousIsa_); }
-
-private:
-  GemmIsa previousIsa_ = GemmIsa::Generic;
-};
+class SgemmTest : public PerIsaTest {};
 
 TEST_P(SgemmTest, RunsTheRequestedIsa) {
   EXPECT_EQ(activeGemmIsa(), GetParam());
@@ -143,12 +131,15 @@ TEST_P(SgemmTest, MatchesDoubleReference) {
 }
 
 TEST_P(SgemmTest, AccumulatesIntoC) {
-  // C0 + A·B for shapes of one and several k blocks, serial and threaded, and
-  // C left alone for k == 0.
+  // C0 + A·B for shapes of one and several k blocks, serial and threaded, of
+  // few rows (the unpacked path, one and several column strips, wide enough
+  // to be threaded), and C left alone for k == 0.
   ThreadPool twoThreads(2);
   std::mt19937 rng(5);
-  for (const Shape &shape : {Shape{7, 13, 17}, Shape{100, 40, 600},
-                             Shape{256, 256, 256}, Shape{3, 4, 0}}) {
+  for (const Shape &shape :
+       {Shape{7, 13, 17}, Shape{100, 40, 600}, Shape{256, 256, 256},
+        Shape{3, 4, 0}, Shape{1, 300, 64}, Shape{4, 70, 33}, Shape{2, 5, 9},
+        Shape{3, 4096, 512}}) {
     for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
       const Matrix a(shape.m, shape.k, 0, rng), b(shape.k, shape.n, 0, rng);
       const Matrix initial(shape.m, shape.n, 0, rng);
@@ -192,12 +183,7 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
   EXPECT_EQ(serial.data, parallel.data);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, SgemmTest,
-                         ::testing::Values(GemmIsa::Generic, GemmIsa::Avx2,
-                                           GemmIsa::Avx512),
-                         [](const ::testing::TestParamInfo<GemmIsa> &info) {
-                           return std::string(gemmIsaName(info.param));
-                         });
+KILN_INSTANTIATE_PER_ISA(SgemmTest);
 
 TEST(GemmIsaTest, NamesAndLimits) {
   EXPECT_STREQ(gemmIsaName(GemmIsa::Generic), "generic");

@@ -22,6 +22,7 @@ int main(int argc, char **argv) {
   kiln::registerKilnConversionPasses();
   kiln::registerKilnCodegenPasses();
   kiln::registerKilnPipelines();
+  kiln::registerKilnGraphPipeline();
   mlir::DialectRegistry registry;
   registry.insert<kiln::KilnDialect>();
   mlir::registerAllDialects(registry);

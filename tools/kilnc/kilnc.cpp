@@ -1,13 +1,15 @@
 //===- kilnc.cpp - The Kiln compiler driver -------------------------------===//
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
-// kilnc MODEL.onnx --emit=kiln|linalg|llvm|summary -o OUT
+// kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
+// [--disable=fusion,...] [--report=FILE.json]
 //
 // Each stage that fails says so: reading, parsing, checking, importing, or
 // writing the output. The exit code is non-zero on any failure.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/Compiler.h"
+#include "compiler/Codegen/PassReport.h"
 #include "compiler/Codegen/Pipelines.h"
 #include "compiler/Importer/OnnxImporter.h"
 #include "passes/Passes.h"
@@ -24,7 +26,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitKind { Auto, Kiln, Summary, Linalg, LLVM, Artifact };
+enum class EmitKind { Auto, Kiln, Optimized, Summary, Linalg, LLVM, Artifact };
 
 cl::OptionCategory kilncCategory("kilnc options");
 
@@ -45,6 +47,8 @@ cl::opt<EmitKind> emitKind(
                           "A deployable .kiln artifact for the CPU runtime"),
                clEnumValN(EmitKind::Kiln, "kiln",
                           "The imported kiln-dialect IR as MLIR text"),
+               clEnumValN(EmitKind::Optimized, "optimized",
+                          "The kiln IR after the graph optimizations"),
                clEnumValN(EmitKind::Linalg, "linalg",
                           "The IR after lowering to linalg on tensors"),
                clEnumValN(EmitKind::LLVM, "llvm",
@@ -64,6 +68,19 @@ cl::list<std::string> dimBounds(
     cl::desc("Bounds of a symbolic dimension, NAME=MIN:MAX (repeatable); the "
              "runtime refuses inputs outside them"),
     cl::value_desc("name=min:max"), cl::cat(kilncCategory));
+
+cl::list<std::string> disabledOptimizations(
+    "disable",
+    cl::desc("Turn off optimizations, to measure their effect: fusion (all of "
+             "them), fuse-attention, fuse-normalizations, fuse-activations, "
+             "fuse-elementwise"),
+    cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(kilncCategory));
+
+cl::opt<std::string> reportPath(
+    "report",
+    cl::desc("Write what each compiler pass did (op counts, ops created and "
+             "removed, fusions by kind) to this JSON file"),
+    cl::value_desc("file.json"), cl::cat(kilncCategory));
 
 cl::opt<kiln::OnnxInputFormat> inputFormat(
     "input-format", cl::desc("How to read the input"),
@@ -143,6 +160,12 @@ int main(int argc, char **argv) {
   std::string boundsError;
   if (!parseDimBounds(compileOptions.dimBounds, boundsError))
     return failStage("reading the options", boundsError);
+  for (const std::string &name : disabledOptimizations)
+    if (!compileOptions.optimizations.disable(name, boundsError))
+      return failStage("reading the options", "--disable: " + boundsError);
+  kiln::PassReport report;
+  if (!reportPath.empty())
+    compileOptions.report = &report;
   if (emitKind == EmitKind::Artifact && outputPath == "-")
     return failStage("reading the options",
                      "an artifact needs an output file: -o MODEL.kiln");
@@ -170,12 +193,15 @@ int main(int argc, char **argv) {
   }
 
   if (emitKind != EmitKind::Kiln) {
-    auto stage = emitKind == EmitKind::Linalg ? kiln::CompileStage::Linalg
-                 : emitKind == EmitKind::LLVM ? kiln::CompileStage::LLVM
-                                              : kiln::CompileStage::Artifact;
+    auto stage = emitKind == EmitKind::Optimized ? kiln::CompileStage::Optimized
+                 : emitKind == EmitKind::Linalg  ? kiln::CompileStage::Linalg
+                 : emitKind == EmitKind::LLVM    ? kiln::CompileStage::LLVM
+                                                 : kiln::CompileStage::Artifact;
     kiln::ArtifactContents artifact;
     if (!kiln::compile(*module, compileOptions, stage, artifact, error))
       return failStage("compilation", error);
+    if (!reportPath.empty() && !report.write(reportPath, error))
+      return failStage("writing the report", error);
     if (stage == kiln::CompileStage::Artifact) {
       if (!kiln::writeArtifact(outputPath, artifact, error))
         return failStage("writing the artifact", error);

@@ -21,15 +21,19 @@ struct ConvertKilnToLinalgPass
   void runOnOperation() override {
     mlir::MLIRContext *ctx = &getContext();
     mlir::ConversionTarget target(*ctx);
-    target.addLegalDialect<mlir::arith::ArithDialect, mlir::cf::ControlFlowDialect,
-                           mlir::linalg::LinalgDialect,
-                           mlir::math::MathDialect, mlir::tensor::TensorDialect,
-                           mlir::func::FuncDialect>();
+    target.addLegalDialect<
+        mlir::arith::ArithDialect, mlir::bufferization::BufferizationDialect,
+        mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
+        mlir::LLVM::LLVMDialect, mlir::linalg::LinalgDialect,
+        mlir::math::MathDialect, mlir::memref::MemRefDialect,
+        mlir::tensor::TensorDialect>();
+    target.addLegalOp<mlir::ModuleOp>();
     target.addIllegalDialect<KilnDialect>();
 
     mlir::RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateMatMulLoweringPatterns(patterns);
+    populateAttentionLoweringPatterns(patterns);
     populateReductionLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);
     if (mlir::failed(mlir::applyFullConversion(getOperation(), target,

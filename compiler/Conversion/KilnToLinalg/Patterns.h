@@ -17,6 +17,8 @@ namespace kiln {
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// matmul.
 void populateMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// attention, as a call of the runtime's attention microkernel.
+void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// reduce_*, plus the decompositions of softmax, log_softmax and the norms
 /// into kiln ops.
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -155,6 +155,49 @@ LogicalResult MatMulOp::verify() {
   return verifyResultShape(*this, expected, getResult());
 }
 
+LogicalResult AttentionOp::verify() {
+  for (Value operand : {getQuery(), getKey(), getValue(), getResult()})
+    if (rankOf(operand) != 4)
+      return emitOpError() << "query, key, value and result must have rank 4, "
+                           << "got " << operand.getType();
+  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey()),
+                    value = shapeOf(getValue());
+  auto agree = [&](int64_t a, int64_t b, StringRef what) -> LogicalResult {
+    if (failed(verifyCompatibleShape(ArrayRef<int64_t>{a}, ArrayRef<int64_t>{b})))
+      return emitOpError() << what << " differ: " << a << " and " << b;
+    return success();
+  };
+  if (failed(agree(query[0], key[0], "query and key batch sizes")) ||
+      failed(agree(key[0], value[0], "key and value batch sizes")) ||
+      failed(agree(key[1], value[1], "key and value head counts")) ||
+      failed(agree(key[2], value[2], "key and value lengths")) ||
+      failed(agree(query[3], key[3], "query and key head sizes")))
+    return failure();
+  if (!ShapedType::isDynamic(query[1]) && !ShapedType::isDynamic(key[1]) &&
+      (key[1] == 0 || query[1] % key[1] != 0))
+    return emitOpError() << "the " << query[1]
+                         << " query heads are not a multiple of the " << key[1]
+                         << " key/value heads";
+  SmallVector<int64_t> scores = {query[0], query[1], query[2], key[2]};
+  for (auto [name, mask] : {std::pair<StringRef, Value>{"keep", getKeep()},
+                            {"bias", getBias()}}) {
+    if (!mask)
+      continue;
+    SmallVector<int64_t> broadcast;
+    if (rankOf(mask) > 4 ||
+        !OpTrait::util::getBroadcastedShape(scores, shapeOf(mask), broadcast) ||
+        failed(verifyCompatibleShape(broadcast, scores)))
+      return emitOpError() << name << " shape " << formatShape(shapeOf(mask))
+                           << " does not broadcast to the scores' shape "
+                           << formatShape(scores);
+  }
+  if (getBias() &&
+      failed(verifyInputElementType(*this, getBias(), getQuery(), "bias")))
+    return failure();
+  return verifyResultShape(*this, {query[0], query[1], query[2], value[3]},
+                           getResult());
+}
+
 template <typename AxisOp>
 static LogicalResult verifyAxisOp(AxisOp op) {
   return verifyAxis(op, op.getAxis(), rankOf(op.getInput()));

@@ -234,6 +234,47 @@ def Kiln_RmsNormOp : Kiln_Op<"rms_norm", [Pure,
   let hasVerifier = 1;
 }
 
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
+    AllElementTypesMatch<["query", "key", "value", "result"]>]> {
+  let summary = "scaled dot-product attention over 4-D query, key and value";
+  let description = [{
+    For query [B, H, Tq, D], key [B, Hkv, Tk, D] and value [B, Hkv, Tk, Dv],
+    with H a multiple of Hkv (grouped-query attention: query head `h` reads
+    key/value head `h / (H / Hkv)`), computes
+
+    ```
+    s    = scale * query · keyᵀ                    [B, H, Tq, Tk]
+    s    = where(keep, s, masked_value)             if `keep` is given
+    s    = s + bias                                 if `bias` is given
+    out  = softmax(s, axis = 3) · value             [B, H, Tq, Dv]
+    ```
+
+    `keep` (i1) and `bias` (the additive mask) broadcast against
+    [B, H, Tq, Tk] as in NumPy. This is the decomposed form that
+    `kiln-fuse-attention` recognizes; the CPU backend lowers it to one
+    streaming-softmax kernel that never materializes `s`.
+
+    Example:
+
+    ```mlir
+    %o = kiln.attention %q, %k, %v keep %causal bias %mask
+        {scale = 2.500000e-01 : f32, masked_value = -3.40282347E+38 : f32}
+        : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>,
+           tensor<1x1x?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                   Kiln_FloatTensor:$value, Optional<Kiln_BoolTensor>:$keep,
+                   Optional<Kiln_FloatTensor>:$bias, F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$masked_value);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`keep` $keep^)? (`bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "mean">;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum">;

@@ -1,4 +1,3 @@
-// RUN: kiln-opt %s --split-input-file --mlir-print-local-scope --pass-pipeline='builtin.module(func.func(kiln-convert-to-linalg))' | FileCheck %s
 // RUN: kiln-opt %s --split-input-file --mlir-print-local-scope --kiln-convert-to-linalg | FileCheck %s
 
 // The output is checked as the pass leaves it, before any canonicalization:
@@ -1897,4 +1896,63 @@ func.func @check_reshape_static(%x: tensor<2x3x4xf32>, %s: tensor<2xi64>) -> ten
 func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tensor<?x?xf32> {
   %y = kiln.reshape %x, %s : (tensor<?xf32>, tensor<2xi64>) -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that attention becomes a call of the runtime's attention microkernel
+// on the operands' buffers: dynamic head counts are checked against each
+// other (the query heads a multiple of the key/value heads), the result is a
+// fresh buffer, absent masks are null pointers with zero strides, and the
+// microkernel is declared once in the module.
+
+// CHECK-LABEL: func.func @attention_gqa
+// CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<2x?x8x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<2x?x8x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<2x?x8x32xf32>)
+// CHECK: cf.assert %{{.+}}, "kiln.attention: the value's head count does not match the key's"
+// CHECK: %[[REM:.+]] = arith.remui
+// CHECK: cf.assert %{{.+}}, "kiln.attention: the query heads are not a multiple of the key/value heads"
+// CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<2x?x8x32xf32>
+// CHECK: bufferization.to_memref %[[Q]] read_only : memref<2x?x8x16xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: bufferization.to_memref %[[K]] read_only
+// CHECK: bufferization.to_memref %[[V]] read_only
+// CHECK: %[[NOKEEP:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NOBIAS:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f32
+// CHECK: call @kiln_ukernel_attention({{.*}}, %[[NOKEEP]], {{.*}}, %[[NOBIAS]], {{.*}}, %[[SCALE]], {{.*}}) : (i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64) -> ()
+// CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<2x?x8x32xf32>
+// CHECK: return %[[R]]
+// CHECK: func.func private @kiln_ukernel_attention(
+func.func @attention_gqa(%q: tensor<2x?x8x16xf32>, %k: tensor<2x?x8x16xf32>, %v: tensor<2x?x8x32xf32>) -> tensor<2x?x8x32xf32> {
+  %o = kiln.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x?x8x16xf32>, tensor<2x?x8x16xf32>, tensor<2x?x8x32xf32>) -> tensor<2x?x8x32xf32>
+  return %o : tensor<2x?x8x32xf32>
+}
+
+// -----
+
+// Tests that a mask's broadcast dims (missing, or static 1) get stride 0 and
+// its other dims their real strides, and that the mask's dynamic sizes are
+// checked against the scores [B, H, Tq, Tk].
+
+// CHECK-LABEL: func.func @attention_masks
+// CHECK-SAME: %[[KEEP:[a-zA-Z0-9_]+]]: tensor<?x?xi1>, %[[MASK:[a-zA-Z0-9_]+]]: tensor<?x1x1x?xf32>
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 3 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 3 dim 1 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 4 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 4 dim 3 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: %[[ZERO:.+]] = arith.constant 0 : i64
+// CHECK-NEXT: %[[KEEPBUF:.+]] = bufferization.to_memref %[[KEEP]] read_only : memref<?x?xi1, strided<[?, ?], offset: ?>>
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}:2, %[[KS:.+]]:2 = memref.extract_strided_metadata %[[KEEPBUF]]
+// CHECK: %[[KS0:.+]] = arith.index_cast %[[KS]]#0 : index to i64
+// CHECK: %[[KS1:.+]] = arith.index_cast %[[KS]]#1 : index to i64
+// CHECK: %[[FILL:.+]] = arith.constant -1.000000e+04 : f32
+// CHECK: %[[MASKBUF:.+]] = bufferization.to_memref %[[MASK]] read_only
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}:4, %[[MS:.+]]:4 = memref.extract_strided_metadata %[[MASKBUF]]
+// CHECK: %[[MS0:.+]] = arith.index_cast %[[MS]]#0 : index to i64
+// CHECK: %[[MS3:.+]] = arith.index_cast %[[MS]]#3 : index to i64
+// CHECK: call @kiln_ukernel_attention({{.*}}, %[[ZERO]], %[[ZERO]], %[[KS0]], %[[KS1]], %[[FILL]], %{{.+}}, %[[MS0]], %{{.+}}, %{{.+}}, %[[MS3]], %{{.+}}
+func.func @attention_masks(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %v: tensor<1x4x?x16xf32>,
+                           %keep: tensor<?x?xi1>, %mask: tensor<?x1x1x?xf32>) -> tensor<1x4x?x16xf32> {
+  %o = kiln.attention %q, %k, %v keep %keep bias %mask {scale = 0.25 : f32, masked_value = -1.0e4 : f32}
+      : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<1x4x?x16xf32>
+  return %o : tensor<1x4x?x16xf32>
 }

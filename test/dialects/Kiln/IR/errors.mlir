@@ -871,3 +871,57 @@ func.func @layer_norm_bias_type(%x: tensor<2x4xf32>, %g: tensor<4xf32>, %b: tens
 // Tests that kiln attributes on a declaration's arguments are verified too.
 // expected-error @+1 {{'kiln.dims' on argument #0 must be an array of strings}}
 func.func private @declaration(%x: tensor<?x3xf32> {kiln.dims = [1, 2]})
+
+// -----
+
+// Tests that attention operands have rank 4.
+func.func @attention_rank(%q: tensor<4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op query, key, value and result must have rank 4, got 'tensor<4x8x16xf32>'}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that the query and key head sizes must agree.
+func.func @attention_head_size(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x32xf32>, %v: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op query and key head sizes differ: 16 and 32}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x8x32xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that the key and value lengths must agree.
+func.func @attention_lengths(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x9x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op key and value lengths differ: 8 and 9}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x9x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that the query heads must be a multiple of the key/value heads.
+func.func @attention_groups(%q: tensor<1x4x8x16xf32>, %k: tensor<1x3x8x16xf32>, %v: tensor<1x3x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op the 4 query heads are not a multiple of the 3 key/value heads}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x3x8x16xf32>, tensor<1x3x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that a mask must broadcast to the scores [B, H, Tq, Tk].
+func.func @attention_mask_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf32>, %v: tensor<1x4x6x16xf32>, %m: tensor<1x1x8x8xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op bias shape [1, 1, 8, 8] does not broadcast to the scores' shape [1, 4, 8, 6]}}
+  %o = kiln.attention %q, %k, %v bias %m {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x16xf32>, tensor<1x1x8x8xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that the result is [B, H, Tq, Dv].
+func.func @attention_result(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf32>, %v: tensor<1x4x6x32xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op result type 'tensor<1x4x8x16xf32>' does not match the expected shape [1, 4, 8, 32]}}
+  %o = kiln.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x32xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}

@@ -452,3 +452,22 @@ func.func @shape_queries(%x: tensor<?x?x64xf32>) -> (tensor<3xi64>, tensor<i64>,
   %n = kiln.size %x : tensor<?x?x64xf32> -> tensor<i64>
   return %s, %d, %n : tensor<3xi64>, tensor<i64>, tensor<i64>
 }
+
+// -----
+
+// Tests that attention round-trips with both masks, with none (masked_value
+// at its default is elided), and with grouped-query heads (4 over 2).
+
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<?x2x?x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<?x2x?x8xf32>, %[[KEEP:[a-zA-Z0-9_]+]]: tensor<1x1x?x?xi1>, %[[MASK:[a-zA-Z0-9_]+]]: tensor<?x1x1x?xf32>)
+// CHECK: %[[A:[a-zA-Z0-9_]+]] = kiln.attention %[[Q]], %[[K]], %[[V]] keep %[[KEEP]] bias %[[MASK]] {masked_value = -1.000000e+04 : f32, scale = 2.500000e-01 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>, tensor<1x1x?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x8xf32>
+// CHECK: %[[B:[a-zA-Z0-9_]+]] = kiln.attention %[[Q]], %[[K]], %[[V]] {scale = 1.000000e+00 : f32} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK: return %[[A]], %[[B]]
+func.func @attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x8xf32>,
+                     %keep: tensor<1x1x?x?xi1>, %mask: tensor<?x1x1x?xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
+  %a = kiln.attention %q, %k, %v keep %keep bias %mask {scale = 0.25 : f32, masked_value = -1.0e4 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>, tensor<1x1x?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x8xf32>
+  %b = kiln.attention %q, %k, %v {scale = 1.0 : f32, masked_value = 0.0 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %a, %b : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
+}

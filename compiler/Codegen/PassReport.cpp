@@ -1,0 +1,113 @@
+//===- PassReport.cpp - What each compiler pass did, as JSON --------------===//
+#include "compiler/Codegen/PassReport.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+class PassReportInstrumentation : public PassInstrumentation {
+public:
+  explicit PassReportInstrumentation(PassReport &report) : report_(report) {}
+
+  void runBeforePass(Pass *pass, Operation *op) override {
+    // Pass adaptors (which run nested pass managers) have no argument.
+    if (pass->getArgument().empty())
+      return;
+    PassReport::OpCounts counts = PassReport::countOps(op);
+    std::lock_guard<std::mutex> lock(report_.mutex_);
+    pending_[{pass, op}] = std::move(counts);
+  }
+
+  void runAfterPass(Pass *pass, Operation *op) override {
+    if (pass->getArgument().empty())
+      return;
+    PassReport::OpCounts counts = PassReport::countOps(op);
+    std::lock_guard<std::mutex> lock(report_.mutex_);
+    auto before = pending_.find({pass, op});
+    report_.runs_.push_back({pass->getArgument().str(), describe(op),
+                             std::move(before->second), std::move(counts)});
+    pending_.erase(before);
+  }
+
+private:
+  static std::string describe(Operation *op) {
+    std::string name = op->getName().getStringRef().str();
+    if (auto symbol = op->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
+      name += " @" + symbol.str();
+    return name;
+  }
+
+  PassReport &report_;
+  std::map<std::pair<Pass *, Operation *>, PassReport::OpCounts> pending_;
+};
+
+std::unique_ptr<PassInstrumentation> PassReport::instrumentation() {
+  return std::make_unique<PassReportInstrumentation>(*this);
+}
+
+PassReport::OpCounts PassReport::countOps(Operation *root) {
+  OpCounts counts;
+  root->walk([&](Operation *op) {
+    if (op != root)
+      ++counts[op->getName().getStringRef().str()];
+  });
+  return counts;
+}
+
+static int64_t total(const PassReport::OpCounts &counts) {
+  int64_t sum = 0;
+  for (const auto &[name, count] : counts)
+    sum += count;
+  return sum;
+}
+
+llvm::json::Object PassReport::toJson() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  llvm::json::Array passes;
+  std::map<std::string, int64_t> fusions;
+  for (const PassRun &run : runs_) {
+    llvm::json::Object created, removed;
+    std::map<std::string, int64_t> delta;
+    for (const auto &[name, count] : run.after)
+      delta[name] += count;
+    for (const auto &[name, count] : run.before)
+      delta[name] -= count;
+    bool isFusion = llvm::StringRef(run.pass).starts_with("kiln-fuse-");
+    for (const auto &[name, change] : delta) {
+      if (change > 0) {
+        created[name] = change;
+        if (isFusion && llvm::StringRef(name).starts_with("kiln."))
+          fusions[name] += change;
+      } else if (change < 0) {
+        removed[name] = -change;
+      }
+    }
+    passes.push_back(llvm::json::Object{{"pass", run.pass},
+                                        {"on", run.target},
+                                        {"ops_before", total(run.before)},
+                                        {"ops_after", total(run.after)},
+                                        {"created", std::move(created)},
+                                        {"removed", std::move(removed)}});
+  }
+  llvm::json::Object fused;
+  for (const auto &[name, count] : fusions)
+    fused[name] = count;
+  return llvm::json::Object{{"passes", std::move(passes)},
+                            {"fusions", std::move(fused)}};
+}
+
+bool PassReport::write(llvm::StringRef path, std::string &error) const {
+  auto output = openOutputFile(path, &error);
+  if (!output)
+    return false;
+  output->os() << llvm::formatv("{0:2}", llvm::json::Value(toJson())) << "\n";
+  output->keep();
+  return true;
+}
+
+} // namespace kiln

@@ -1,0 +1,54 @@
+//===- PassReport.h - What each compiler pass did, as JSON ------*- C++ -*-===//
+//
+// `kilnc --report=FILE.json`: for every pass of the compile pipelines, the
+// number of ops it found and left, and the ops it created and removed by
+// kind, so that each optimization's effect can be read off one file.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_CODEGEN_PASSREPORT_H
+#define KILN_COMPILER_CODEGEN_PASSREPORT_H
+
+#include "mlir/Pass/PassInstrumentation.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class PassReport {
+public:
+  /// Ops by name inside an op (the op itself excluded).
+  using OpCounts = std::map<std::string, int64_t>;
+
+  /// An instrumentation that records into this report; add it to each pass
+  /// manager whose passes should appear. The report must outlive it.
+  std::unique_ptr<mlir::PassInstrumentation> instrumentation();
+
+  /// The report: `passes` in the order they ran, and `fusions`, the kiln ops
+  /// that the kiln-fuse-* passes created, by kind.
+  llvm::json::Object toJson() const;
+
+  /// Writes toJson() to `path`; false with `error` on failure.
+  bool write(llvm::StringRef path, std::string &error) const;
+
+  static OpCounts countOps(mlir::Operation *root);
+
+private:
+  struct PassRun {
+    std::string pass;
+    std::string target; // "builtin.module" or "func.func @name"
+    OpCounts before, after;
+  };
+  friend class PassReportInstrumentation;
+
+  mutable std::mutex mutex_;
+  std::vector<PassRun> runs_;
+};
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CODEGEN_PASSREPORT_H

@@ -1,0 +1,40 @@
+//===- UkernelCalls.h - Calls from generated code into the runtime -*- C++ -*-===//
+//
+// Runtime microkernels (runtime/src/Gemm.h, Attention.h) take each buffer as
+// the address of its first element plus sizes and strides in elements, all
+// i64. Both the kiln-to-linalg lowering (kiln.attention) and the
+// kiln-linalg-to-ukernels pass (GEMMs) build such calls.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_CONVERSION_UKERNELCALLS_H
+#define KILN_COMPILER_CONVERSION_UKERNELCALLS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+
+/// The runtime's GEMM and attention microkernels.
+constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
+constexpr llvm::StringLiteral kAttentionUkernel = "kiln_ukernel_attention";
+
+/// A memref as a microkernel receives it.
+struct UkernelBuffer {
+  mlir::Value pointer; // !llvm.ptr to the first element (offset applied)
+  llvm::SmallVector<mlir::Value> sizes, strides; // i64, in elements
+};
+
+/// Describes `buffer` (a memref of any layout); i1 elements are one byte.
+UkernelBuffer describeBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value buffer);
+
+/// The private declaration of microkernel `name` in `module`, created with
+/// `arguments`' types on first use.
+mlir::func::FuncOp getOrDeclareUkernel(mlir::ModuleOp module,
+                                       llvm::StringRef name,
+                                       mlir::ValueRange arguments);
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CONVERSION_UKERNELCALLS_H

@@ -1,0 +1,189 @@
+//===- FuseAttention.cpp - The kiln-fuse-attention pass -------------------===//
+//
+// Recognizes softmax(where(keep, Q·Kᵀ * scale, fill) + bias) · V, with each
+// of the where, the bias add and the scale optional, and replaces it with one
+// kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/PatternUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEATTENTION
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// What the chain between the scores product and the softmax holds.
+struct ScoreChain {
+  MatMulOp scores;
+  Value keep, bias;
+  double scale = 1.0, maskedValue = 0.0;
+};
+
+/// Batch and head dims of two attention operands must be the same size at
+/// run time: equal, or dynamic against anything but a static 1 (checked when
+/// lowered). A static 1 that the unfused product would broadcast is not fused.
+bool sameBatchAndHeads(Value a, Value b) {
+  ArrayRef<int64_t> x = cast<RankedTensorType>(a.getType()).getShape();
+  ArrayRef<int64_t> y = cast<RankedTensorType>(b.getType()).getShape();
+  auto same = [](int64_t p, int64_t q) {
+    return p == q || (ShapedType::isDynamic(p) && q != 1) ||
+           (ShapedType::isDynamic(q) && p != 1);
+  };
+  return same(x[0], y[0]) && same(x[1], y[1]);
+}
+
+/// Walks from below the bias add up to the Q·Kᵀ product: an optional where,
+/// an optional scale by a constant, then the product.
+std::optional<ScoreChain> matchMaskedScores(Value scores) {
+  ScoreChain chain;
+  if (auto where = singleUseProducer<WhereOp>(scores)) {
+    std::optional<double> fill = scalarConstantValue(where.getOnFalse());
+    if (!fill || !sameType(where.getOnTrue(), where))
+      return std::nullopt;
+    chain.keep = where.getCondition();
+    chain.maskedValue = *fill;
+    scores = where.getOnTrue();
+  }
+  if (auto div = singleUseProducer<DivOp>(scores)) {
+    std::optional<double> divisor = scalarConstantValue(div.getRhs());
+    if (!divisor || *divisor == 0 || !sameType(div.getLhs(), div))
+      return std::nullopt;
+    chain.scale = 1.0 / *divisor;
+    scores = div.getLhs();
+  } else if (auto mul = singleUseProducer<MulOp>(scores)) {
+    for (Value candidate : {mul.getLhs(), mul.getRhs()})
+      if (std::optional<double> factor =
+              scalarConstantValue(otherOperand(mul, candidate));
+          factor && sameType(candidate, mul)) {
+        chain.scale = *factor;
+        scores = candidate;
+        break;
+      }
+    if (scores == mul.getResult())
+      return std::nullopt;
+  }
+  chain.scores = singleUseProducer<MatMulOp>(scores);
+  if (!chain.scores)
+    return std::nullopt;
+  return chain;
+}
+
+/// Walks from the softmax input up to the Q·Kᵀ product, through an optional
+/// add of an additive mask on either side.
+std::optional<ScoreChain> matchScoreChain(Value scores) {
+  auto add = singleUseProducer<AddOp>(scores);
+  if (!add)
+    return matchMaskedScores(scores);
+  for (Value candidate : {add.getLhs(), add.getRhs()}) {
+    if (!sameType(candidate, add))
+      continue;
+    if (std::optional<ScoreChain> chain = matchMaskedScores(candidate)) {
+      chain->bias = otherOperand(add, candidate);
+      return chain;
+    }
+  }
+  return std::nullopt;
+}
+
+/// The key [B, H, Tk, D] of a scores product, whose right operand is the
+/// key read transposed: by transpose_b, or by a transpose whose last two dims
+/// are the key's last two swapped. Other permutations (BERT's export moves
+/// [B, Tk, H, D] straight to [B, H, D, Tk]) leave a transpose to [B, H, Tk, D].
+Value keyOf(MatMulOp scores, PatternRewriter &rewriter) {
+  if (scores.getTransposeB())
+    return scores.getRhs();
+  auto transpose = scores.getRhs().getDefiningOp<TransposeOp>();
+  if (!transpose || transpose.getPermutation().size() != 4)
+    return nullptr;
+  ArrayRef<int64_t> p = transpose.getPermutation();
+  SmallVector<int64_t> keyPermutation = {p[0], p[1], p[3], p[2]};
+  if (llvm::equal(keyPermutation, llvm::seq<int64_t>(0, 4)))
+    return transpose.getInput();
+  auto transposedType = cast<RankedTensorType>(transpose.getType());
+  ArrayRef<int64_t> shape = transposedType.getShape();
+  auto keyType = RankedTensorType::get({shape[0], shape[1], shape[3], shape[2]},
+                                       transposedType.getElementType());
+  return rewriter.create<TransposeOp>(transpose.getLoc(), keyType,
+                                      transpose.getInput(),
+                                      rewriter.getDenseI64ArrayAttr(keyPermutation));
+}
+
+bool isRank4F32(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getRank() == 4 && type.getElementType().isF32();
+}
+
+/// Whether `mask` broadcasts into `scores` without growing it.
+bool broadcastsInto(Value mask, Value scores) {
+  auto maskType = cast<RankedTensorType>(mask.getType());
+  ArrayRef<int64_t> target = cast<RankedTensorType>(scores.getType()).getShape();
+  if (maskType.getRank() > 4)
+    return false;
+  int64_t offset = 4 - maskType.getRank();
+  for (auto [i, dim] : llvm::enumerate(maskType.getShape()))
+    if (dim != 1 && dim != target[i + offset])
+      return false;
+  return true;
+}
+
+struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatMulOp output,
+                                PatternRewriter &rewriter) const override {
+    auto softmax = singleUseProducer<SoftmaxOp>(output.getLhs());
+    if (!softmax || output.getTransposeB() || softmax.getAxis() != 3)
+      return rewriter.notifyMatchFailure(output, "not softmax(...) · V");
+    std::optional<ScoreChain> chain = matchScoreChain(softmax.getInput());
+    if (!chain)
+      return rewriter.notifyMatchFailure(output, "no Q·Kᵀ score chain");
+    Value query = chain->scores.getLhs(), keyTransposed = chain->scores.getRhs();
+    Value value = output.getRhs();
+    if (!isRank4F32(query) || !isRank4F32(keyTransposed) ||
+        !isRank4F32(value) || !isRank4F32(output))
+      return rewriter.notifyMatchFailure(output, "not rank-4 f32 Q, K, V");
+    if (!sameBatchAndHeads(query, keyTransposed) ||
+        !sameBatchAndHeads(keyTransposed, value))
+      return rewriter.notifyMatchFailure(output, "batch or heads broadcast");
+    Value scores = chain->scores.getResult();
+    for (Value mask : {chain->keep, chain->bias})
+      if (mask && !broadcastsInto(mask, scores))
+        return rewriter.notifyMatchFailure(output, "mask grows the scores");
+    if (chain->bias && !cast<RankedTensorType>(chain->bias.getType())
+                            .getElementType()
+                            .isF32())
+      return rewriter.notifyMatchFailure(output, "bias is not f32");
+    Value key = keyOf(chain->scores, rewriter);
+    if (!key)
+      return rewriter.notifyMatchFailure(output, "K is not read transposed");
+
+    auto attention = rewriter.create<AttentionOp>(
+        output.getLoc(), output.getType(), query, key, value, chain->keep,
+        chain->bias, rewriter.getF32FloatAttr(chain->scale),
+        rewriter.getF32FloatAttr(chain->keep ? chain->maskedValue : 0.0));
+    rewriter.replaceOp(output, attention.getResult());
+    return success();
+  }
+};
+
+struct FuseAttentionPass
+    : public impl::KilnFuseAttentionBase<FuseAttentionPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseAttentionPattern>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

@@ -1,0 +1,40 @@
+//===- PatternUtils.h - Matchers shared by the graph passes -----*- C++ -*-===//
+#ifndef KILN_PASSES_PATTERNUTILS_H
+#define KILN_PASSES_PATTERNUTILS_H
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include <optional>
+
+namespace kiln {
+
+/// The value of `value` when it is a kiln.constant splat with one element per
+/// broadcast position: a 0-d tensor or a tensor of all-1 dimensions.
+std::optional<double> scalarConstantValue(mlir::Value value);
+
+/// Whether `value` is a scalar constant (as above) equal to `expected` within
+/// a relative `tolerance`: exporters print constants such as sqrt(2/pi) in
+/// float, not in double.
+bool isScalarConstant(mlir::Value value, double expected,
+                      double tolerance = 1e-6);
+
+/// The operand of the binary op `op` other than `operand`, or null when
+/// `operand` is not one of its two operands.
+mlir::Value otherOperand(mlir::Operation *op, mlir::Value operand);
+
+/// The op of type OpTy that defines `value`, when `value` is its only use;
+/// fusing through an op with other users would have to recompute it.
+template <typename OpTy> OpTy singleUseProducer(mlir::Value value) {
+  auto op = value.getDefiningOp<OpTy>();
+  return op && op->getResult(0).hasOneUse() ? op : OpTy();
+}
+
+/// Whether `value` has the same type as `like`: fusing through an op whose
+/// result is broadcast bigger than its input would drop that broadcast.
+inline bool sameType(mlir::Value value, mlir::Value like) {
+  return value.getType() == like.getType();
+}
+
+} // namespace kiln
+
+#endif // KILN_PASSES_PATTERNUTILS_H

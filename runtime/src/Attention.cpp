@@ -1,0 +1,646 @@
+//===- Attention.cpp - Streaming-softmax attention microkernel ------------===//
+//
+// Flash-attention's loop on the CPU. The query rows that share a kv head are
+// cut into tiles; for each tile, blocks of keys stream past: a block of K is
+// transposed into scratch (so scores vectorize across keys), each 4-row block
+// of queries computes its scores against it in registers, folds them into its
+// running max and sum, and adds p·V to its f32 output accumulators, which are
+// rescaled whenever a row's max grows. No buffer grows with kv_len.
+//
+// One source serves every ISA: the kernel is written on GCC vector extensions
+// of W floats and instantiated inside an AVX-512F, an AVX2+FMA and a baseline
+// wrapper, picked by activeGemmIsa() so that KILN_ISA governs both kernels.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/Attention.h"
+
+#include "runtime/src/Gemm.h"
+#include "runtime/src/ThreadPool.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <new>
+
+// The vector helpers below take and return W-float vectors, which GCC warns
+// would be passed differently without AVX. They are always inlined into an
+// ISA's wrapper, so no vector ever crosses a call.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#define KILN_ALWAYS_INLINE inline __attribute__((always_inline))
+
+namespace kiln::rt {
+namespace {
+
+/// Keys per step of the online softmax: a 4-row block of scores (2 KB) stays
+/// in L1, and the per-row max, rescale and reductions are amortized over 128
+/// keys.
+constexpr int64_t kKeyBlock = 128;
+/// Query rows that share each transposed block of K, and the unit of parallel
+/// work: enough rows that transposing is a small share of their scores, few
+/// enough that their accumulators (64 rows of value_dim) stay in L2.
+constexpr int64_t kTileRows = 64;
+/// Query rows per register block.
+constexpr int kRowBlock = 4;
+
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
+
+int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+template <int W> struct Vec {
+  typedef float F __attribute__((vector_size(W * sizeof(float))));
+  typedef uint32_t U __attribute__((vector_size(W * sizeof(float))));
+};
+
+template <int W> KILN_ALWAYS_INLINE typename Vec<W>::F load(const float *p) {
+  typename Vec<W>::F v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <int W>
+KILN_ALWAYS_INLINE void store(float *p, const typename Vec<W>::F &v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
+/// x in every lane, broadcast as integer bits: GCC 12 expands a float
+/// broadcast for AVX-512F (without VL) into one masked insert per lane.
+template <int W> KILN_ALWAYS_INLINE typename Vec<W>::F splat(float x) {
+  uint32_t bits;
+  __builtin_memcpy(&bits, &x, sizeof bits);
+  return (typename Vec<W>::F)(bits - typename Vec<W>::U{});
+}
+
+/// The larger of a and b lane by lane; b where a is NaN.
+template <int W>
+KILN_ALWAYS_INLINE typename Vec<W>::F vecMax(const typename Vec<W>::F &a,
+                                             const typename Vec<W>::F &b) {
+  return a > b ? a : b;
+}
+
+/// e^x for x <= 88 to about 1 ulp, branch-free (Cephes expf): x = n·ln2 + r
+/// with |r| <= ln2/2, e^r from a degree-6 polynomial, 2^n from exponent bits.
+/// e^-inf is exactly 0 and NaN stays NaN. Results below e^-87 (near the
+/// smallest normal float) flush to 0, which only matters where they would be
+/// added to a softmax sum of at least 1. The kernel only needs x <= 0: scores
+/// less their row's max.
+template <int W>
+KILN_ALWAYS_INLINE typename Vec<W>::F vecExp(const typename Vec<W>::F &x) {
+  using F = typename Vec<W>::F;
+  using U = typename Vec<W>::U;
+  constexpr float kLow = -87.0f;
+  // Adding 1.5·2^23 rounds x·log2(e) to an integer held in the low mantissa
+  // bits; subtracting it back gives n as a float, the bit difference as int.
+  // Below kLow these are garbage (unsigned, so without overflow) that the
+  // final select drops.
+  constexpr float kRound = 12582912.0f;
+  const F shifted = x * 1.44269504088896341f + kRound;
+  const F n = shifted - kRound;
+  const U exponent = (U)shifted - (U)splat<W>(kRound);
+  // ln2 in two parts, the first exact in few bits, so n·ln2 loses nothing.
+  F r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  F p = 1.9875691500e-4f * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const F power = (F)((exponent + 127) << 23);
+  // False for NaN, which the polynomial has carried through.
+  return x < kLow ? F{} : p * power;
+}
+
+template <int W>
+KILN_ALWAYS_INLINE float sumLanes(const typename Vec<W>::F &v) {
+  float sum = v[0];
+  for (int lane = 1; lane < W; ++lane)
+    sum += v[lane];
+  return sum;
+}
+
+/// The largest lane of v, which has no NaN. Halving with shuffles: a chain
+/// of W - 1 scalar max would sit in every row's path to its exponentials.
+template <int W, int H = W / 2>
+KILN_ALWAYS_INLINE float maxLanes(const typename Vec<W>::F &v) {
+  if constexpr (H >= 1) {
+    typename Vec<W>::U rotate;
+#pragma GCC unroll 16
+    for (int lane = 0; lane < W; ++lane)
+      rotate[lane] = (lane + H) % W;
+    return maxLanes<W, H / 2>(vecMax<W>(__builtin_shuffle(v, rotate), v));
+  } else {
+    return v[0];
+  }
+}
+
+struct Strides {
+  int64_t b, h, t, d; // for keep and bias: b, h, query row, key
+};
+
+struct Problem {
+  int64_t batch, heads, kvHeads, qLen, kvLen, headDim, valueDim;
+  const float *q;
+  Strides qs;
+  const float *k;
+  Strides ks;
+  const float *v;
+  Strides vs;
+  const uint8_t *keep;
+  Strides keeps;
+  float maskedValue;
+  const float *bias;
+  Strides biass;
+  float scale;
+  float *out;
+  Strides outs;
+
+  int64_t group() const { return heads / kvHeads; }
+  int64_t tilesPerKvHead() const { return ceilDiv(group() * qLen, kTileRows); }
+  int64_t tiles() const { return batch * kvHeads * tilesPerKvHead(); }
+};
+
+/// Where one query row's inputs and output start.
+struct Row {
+  const float *q;
+  const uint8_t *keep;
+  const float *bias;
+  float *out;
+};
+
+/// This thread's scratch, at least `floats` long and cache-line aligned. It
+/// only grows, so calls after the first allocate nothing.
+float *threadScratch(int64_t floats) {
+  constexpr size_t kAlignment = 64;
+  struct AlignedDelete {
+    void operator()(float *p) const {
+      ::operator delete(p, std::align_val_t(kAlignment));
+    }
+  };
+  thread_local std::unique_ptr<float, AlignedDelete> data;
+  thread_local int64_t capacity = 0;
+  if (floats > capacity) {
+    data.reset(static_cast<float *>(
+        ::operator new(floats * sizeof(float), std::align_val_t(kAlignment))));
+    capacity = floats;
+  }
+  return data.get();
+}
+
+/// One step of an in-register transpose of W rows of W floats: swaps the
+/// off-diagonal B×B blocks of every 2B×2B diagonal block, then does the same
+/// for B/2. Template recursion keeps B, and so the shuffle masks, constant.
+template <int W, int B>
+KILN_ALWAYS_INLINE void transposeStep(typename Vec<W>::F (&rows)[W]) {
+  if constexpr (B >= 1) {
+    typename Vec<W>::U low, high;
+#pragma GCC unroll 16
+    for (int lane = 0; lane < W; ++lane) {
+      low[lane] = lane & B ? W + lane - B : lane;
+      high[lane] = lane & B ? W + lane : lane + B;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < W; ++i) {
+      if (i & B)
+        continue;
+      const typename Vec<W>::F top = rows[i], bottom = rows[i + B];
+      rows[i] = __builtin_shuffle(top, bottom, low);
+      rows[i + B] = __builtin_shuffle(top, bottom, high);
+    }
+    transposeStep<W, B / 2>(rows);
+  }
+}
+
+/// kt[d * kKeyBlock + j] = K[j, d] for j < count, and 0 up to paddedCount.
+/// This runs for every tile and key block, so for decode (a tile of one query
+/// row) it costs more than the scores: contiguous rows go W×W at a time
+/// through registers, 5x faster than element by element.
+template <int W>
+KILN_ALWAYS_INLINE void transposeKeys(const float *k, int64_t st, int64_t sd,
+                                      int64_t count, int64_t paddedCount,
+                                      int64_t depth, float *kt) {
+  using F = typename Vec<W>::F;
+  int64_t j = 0, d = 0;
+  if (sd == 1) {
+    for (; j + W <= count; j += W) {
+      for (d = 0; d + W <= depth; d += W) {
+        F rows[W];
+#pragma GCC unroll 16
+        for (int r = 0; r < W; ++r)
+          rows[r] = load<W>(k + (j + r) * st + d);
+        transposeStep<W, W / 2>(rows);
+#pragma GCC unroll 16
+        for (int r = 0; r < W; ++r)
+          store<W>(kt + (d + r) * kKeyBlock + j, rows[r]);
+      }
+      for (; d < depth; ++d)
+        for (int r = 0; r < W; ++r)
+          kt[d * kKeyBlock + j + r] = k[(j + r) * st + d];
+    }
+  }
+  for (; j < count; ++j)
+    for (d = 0; d < depth; ++d)
+      kt[d * kKeyBlock + j] = k[j * st + d * sd];
+  for (d = 0; d < depth; ++d)
+    std::fill(kt + d * kKeyBlock + count, kt + d * kKeyBlock + paddedCount,
+              0.0f);
+}
+
+/// packed[j * paddedWidth + e] = V[j, e] for j < count, zero-padded to
+/// paddedWidth, for V rows that cannot be read a whole vector at a time.
+void packValues(const float *v, int64_t st, int64_t sd, int64_t count,
+                int64_t width, int64_t paddedWidth, float *packed) {
+  for (int64_t j = 0; j < count; ++j, packed += paddedWidth) {
+    const float *row = v + j * st;
+    for (int64_t e = 0; e < width; ++e)
+      packed[e] = row[e * sd];
+    std::fill(packed + width, packed + paddedWidth, 0.0f);
+  }
+}
+
+/// s[r][j0:j0+C·W] = scale · Σ_d q[r][d]·kt[d][j0:...] for the R rows.
+template <int W, int R, int C>
+KILN_ALWAYS_INLINE void scoreStrip(const Row *rows, int64_t qsd, int64_t depth,
+                                   const float *kt, float scale, float *s) {
+  using F = typename Vec<W>::F;
+  F acc[R][C];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c)
+      acc[r][c] = F{};
+  for (int64_t d = 0; d < depth; ++d, kt += kKeyBlock) {
+    F keys[C];
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c)
+      keys[c] = load<W>(kt + c * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const F query = splat<W>(rows[r].q[d * qsd]);
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c)
+        acc[r][c] += query * keys[c];
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c)
+      store<W>(s + r * kKeyBlock + c * W, acc[r][c] * scale);
+}
+
+/// The R rows' scores against the first `paddedCount` keys of the block.
+template <int W, int R>
+KILN_ALWAYS_INLINE void scores(const Row *rows, int64_t qsd, int64_t depth,
+                               const float *kt, int64_t paddedCount,
+                               float scale, float *s) {
+  // R·C accumulators: enough independent FMAs to hide their latency.
+  constexpr int C = R == 1 ? 4 : 2;
+  int64_t j = 0;
+  for (; j + C * W <= paddedCount; j += C * W)
+    scoreStrip<W, R, C>(rows, qsd, depth, kt + j, scale, s + j);
+  for (; j < paddedCount; j += W)
+    scoreStrip<W, R, 1>(rows, qsd, depth, kt + j, scale, s + j);
+}
+
+/// Applies the keep mask and the bias to one row's block of scores and sets
+/// the padding past `count` to -inf, which vecExp turns into weight 0.
+KILN_ALWAYS_INLINE void maskScores(const Problem &p, const Row &row, int64_t j0,
+                                   int64_t count, int64_t paddedCount,
+                                   float *__restrict s) {
+  if (row.keep) {
+    const uint8_t *__restrict keep = row.keep + j0 * p.keeps.d;
+    const float masked = p.maskedValue;
+    if (p.keeps.d == 1) {
+      for (int64_t j = 0; j < count; ++j)
+        s[j] = keep[j] ? s[j] : masked;
+    } else {
+      for (int64_t j = 0; j < count; ++j)
+        s[j] = keep[j * p.keeps.d] ? s[j] : masked;
+    }
+  }
+  if (row.bias) {
+    const float *__restrict bias = row.bias + j0 * p.biass.d;
+    if (p.biass.d == 1) {
+      for (int64_t j = 0; j < count; ++j)
+        s[j] += bias[j];
+    } else {
+      for (int64_t j = 0; j < count; ++j)
+        s[j] += bias[j * p.biass.d];
+    }
+  }
+  std::fill(s + count, s + paddedCount, -kInfinity);
+}
+
+/// Folds one row's block of scores into its running max `m` and lane-wise
+/// sum `l`, leaving in s the weights exp(s - m) to multiply V by. When the
+/// max grows, what was accumulated against the old one is scaled by
+/// exp(old - new).
+template <int W>
+KILN_ALWAYS_INLINE void
+softmaxStep(float *s, int64_t count, int64_t paddedCount, float &m,
+            typename Vec<W>::F &l, float *acc, int64_t accWidth) {
+  using F = typename Vec<W>::F;
+  F blockMax = splat<W>(-kInfinity);
+  for (int64_t j = 0; j < paddedCount; j += W)
+    blockMax = vecMax<W>(load<W>(s + j), blockMax);
+  const float mNew = std::max(m, maxLanes<W>(blockMax));
+  if (mNew == -kInfinity) {
+    // Every score so far is -inf: weight 0 for now, since a later finite
+    // score makes these exp(-inf) = 0. If none comes, the row ends NaN.
+    std::fill(s, s + count, 0.0f);
+    return;
+  }
+  const F shift = splat<W>(mNew);
+  F sum = F{};
+  for (int64_t j = 0; j < paddedCount; j += W) {
+    const F weight = vecExp<W>(load<W>(s + j) - shift);
+    store<W>(s + j, weight);
+    sum += weight;
+  }
+  // From -inf there is nothing to rescale: the sum and accumulators are 0
+  // (or NaN from 0·inf in V, which rescaling would keep).
+  if (mNew > m && m != -kInfinity) {
+    const F alpha = vecExp<W>(splat<W>(m - mNew));
+    l *= alpha;
+    for (int64_t e = 0; e < accWidth; e += W)
+      store<W>(acc + e, load<W>(acc + e) * alpha);
+  }
+  m = mNew;
+  l += sum;
+}
+
+/// acc[r][e0:e0+C·W] += Σ_j p[r][j]·V[j][e0:...] for the R rows.
+template <int W, int R, int C>
+KILN_ALWAYS_INLINE void valueStrip(const float *p, int64_t count,
+                                   const float *v, int64_t vStride, float *acc,
+                                   int64_t accWidth) {
+  using F = typename Vec<W>::F;
+  // With few rows and columns, U keys at a time into separate sums: chains
+  // of dependent FMAs would otherwise wait on each other's latency.
+  constexpr int U = R * C >= 8 ? 1 : R * C >= 4 ? 2 : 4;
+  F sums[U][R][C];
+#pragma GCC unroll 16
+  for (int u = 0; u < U; ++u)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c)
+        sums[u][r][c] = u == 0 ? load<W>(acc + r * accWidth + c * W) : F{};
+  int64_t j = 0;
+  for (; j + U <= count; j += U) {
+#pragma GCC unroll 16
+    for (int u = 0; u < U; ++u) {
+      F values[C];
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c)
+        values[c] = load<W>(v + (j + u) * vStride + c * W);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const F weight = splat<W>(p[r * kKeyBlock + j + u]);
+#pragma GCC unroll 16
+        for (int c = 0; c < C; ++c)
+          sums[u][r][c] += weight * values[c];
+      }
+    }
+  }
+  for (; j < count; ++j)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const F weight = splat<W>(p[r * kKeyBlock + j]);
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c)
+        sums[0][r][c] += weight * load<W>(v + j * vStride + c * W);
+    }
+#pragma GCC unroll 16
+  for (int u = 1; u < U; ++u)
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+      for (int c = 0; c < C; ++c)
+        sums[0][r][c] += sums[u][r][c];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int c = 0; c < C; ++c)
+      store<W>(acc + r * accWidth + c * W, sums[0][r][c]);
+}
+
+/// Adds the R rows' weighted block of V (rows vStride apart, accWidth
+/// readable floats each) to their accumulators.
+template <int W, int R>
+KILN_ALWAYS_INLINE void accumulateValues(const float *p, int64_t count,
+                                         const float *v, int64_t vStride,
+                                         float *acc, int64_t accWidth) {
+  constexpr int C = R == 1 ? 4 : 2;
+  int64_t e = 0;
+  for (; e + C * W <= accWidth; e += C * W)
+    valueStrip<W, R, C>(p, count, v + e, vStride, acc + e, accWidth);
+  for (; e < accWidth; e += W)
+    valueStrip<W, R, 1>(p, count, v + e, vStride, acc + e, accWidth);
+}
+
+/// Everything one key block does for R query rows.
+template <int W, int R>
+KILN_ALWAYS_INLINE void
+rowBlockStep(const Problem &p, const Row *rows, int64_t j0, int64_t count,
+             int64_t paddedCount, const float *kt, const float *v,
+             int64_t vStride, float *m, typename Vec<W>::F *l, float *acc,
+             int64_t accWidth) {
+  alignas(64) float s[R * kKeyBlock];
+  scores<W, R>(rows, p.qs.d, p.headDim, kt, paddedCount, p.scale, s);
+  for (int r = 0; r < R; ++r) {
+    maskScores(p, rows[r], j0, count, paddedCount, s + r * kKeyBlock);
+    softmaxStep<W>(s + r * kKeyBlock, count, paddedCount, m[r], l[r],
+                   acc + r * accWidth, accWidth);
+  }
+  accumulateValues<W, R>(s, count, v, vStride, acc, accWidth);
+}
+
+/// Computes `count` query rows, from `first` on, of the rows (head by head,
+/// then query by query) that share kv head `kvHead` of batch entry `b`.
+template <int W>
+KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
+                                    int64_t first, int64_t count,
+                                    float *scratch) {
+  using F = typename Vec<W>::F;
+  Row rows[kTileRows];
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t h = kvHead * p.group() + (first + r) / p.qLen;
+    const int64_t i = (first + r) % p.qLen;
+    rows[r].q = p.q + b * p.qs.b + h * p.qs.h + i * p.qs.t;
+    rows[r].keep = p.keep
+                       ? p.keep + b * p.keeps.b + h * p.keeps.h + i * p.keeps.t
+                       : nullptr;
+    rows[r].bias = p.bias
+                       ? p.bias + b * p.biass.b + h * p.biass.h + i * p.biass.t
+                       : nullptr;
+    rows[r].out = p.out + b * p.outs.b + h * p.outs.h + i * p.outs.t;
+  }
+
+  // V rows are read W floats at a time, so they are used in place only when
+  // contiguous and a whole number of vectors wide.
+  const int64_t accWidth = ceilDiv(p.valueDim, W) * W;
+  const bool packV = p.vs.d != 1 || accWidth != p.valueDim;
+  float *kt = scratch;
+  float *vPacked = kt + p.headDim * kKeyBlock;
+  float *acc = vPacked + (packV ? kKeyBlock * accWidth : 0);
+  std::fill(acc, acc + count * accWidth, 0.0f);
+  float m[kTileRows];
+  F l[kTileRows];
+  std::fill(m, m + count, -kInfinity);
+  std::fill(l, l + count, F{});
+
+  const float *k = p.k + b * p.ks.b + kvHead * p.ks.h;
+  const float *v = p.v + b * p.vs.b + kvHead * p.vs.h;
+  for (int64_t j0 = 0; j0 < p.kvLen; j0 += kKeyBlock) {
+    const int64_t keys = std::min(kKeyBlock, p.kvLen - j0);
+    const int64_t paddedKeys = ceilDiv(keys, W) * W;
+    transposeKeys<W>(k + j0 * p.ks.t, p.ks.t, p.ks.d, keys, paddedKeys,
+                     p.headDim, kt);
+    const float *values = v + j0 * p.vs.t;
+    int64_t vStride = p.vs.t;
+    if (packV) {
+      packValues(values, p.vs.t, p.vs.d, keys, p.valueDim, accWidth, vPacked);
+      values = vPacked;
+      vStride = accWidth;
+    }
+    int64_t r = 0;
+    for (; r + kRowBlock <= count; r += kRowBlock)
+      rowBlockStep<W, kRowBlock>(p, rows + r, j0, keys, paddedKeys, kt, values,
+                                 vStride, m + r, l + r, acc + r * accWidth,
+                                 accWidth);
+    for (; r < count; ++r)
+      rowBlockStep<W, 1>(p, rows + r, j0, keys, paddedKeys, kt, values, vStride,
+                         m + r, l + r, acc + r * accWidth, accWidth);
+  }
+
+  for (int64_t r = 0; r < count; ++r) {
+    float *__restrict out = rows[r].out;
+    const float *__restrict sums = acc + r * accWidth;
+    // A row whose scores were all -inf has sum 0 and accumulators 0: 0/0 is
+    // the NaN that the unfused softmax's exp(-inf - -inf) gives.
+    const float total = sumLanes<W>(l[r]);
+    if (p.outs.d == 1) {
+      for (int64_t e = 0; e < p.valueDim; ++e)
+        out[e] = sums[e] / total;
+    } else {
+      for (int64_t e = 0; e < p.valueDim; ++e)
+        out[e * p.outs.d] = sums[e] / total;
+    }
+  }
+}
+
+/// Computes tiles [begin, end) of p.tiles(), ordered by batch entry, kv head,
+/// then rows.
+template <int W>
+KILN_ALWAYS_INLINE void runTiles(const Problem &p, int64_t begin, int64_t end) {
+  const int64_t accWidth = ceilDiv(p.valueDim, W) * W;
+  float *scratch = threadScratch(p.headDim * kKeyBlock + kKeyBlock * accWidth +
+                                 kTileRows * accWidth);
+  const int64_t perKvHead = p.tilesPerKvHead();
+  const int64_t rowsPerKvHead = p.group() * p.qLen;
+  for (int64_t tile = begin; tile < end; ++tile) {
+    const int64_t kvHeadIndex = tile / perKvHead;
+    const int64_t first = tile % perKvHead * kTileRows;
+    computeTile<W>(p, kvHeadIndex / p.kvHeads, kvHeadIndex % p.kvHeads, first,
+                   std::min(kTileRows, rowsPerKvHead - first), scratch);
+  }
+}
+
+using TileRunner = void (*)(const Problem &, int64_t, int64_t);
+
+// Four lanes: SSE2, which every x86-64 CPU has, or the target's own vectors.
+void runTilesGeneric(const Problem &p, int64_t begin, int64_t end) {
+  runTiles<4>(p, begin, end);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) void
+runTilesAvx2(const Problem &p, int64_t begin, int64_t end) {
+  runTiles<8>(p, begin, end);
+}
+
+__attribute__((target("avx512f"))) void
+runTilesAvx512(const Problem &p, int64_t begin, int64_t end) {
+  runTiles<16>(p, begin, end);
+}
+#endif
+
+TileRunner tileRunnerFor(GemmIsa isa) {
+  switch (isa) {
+#if defined(__x86_64__)
+  case GemmIsa::Avx512:
+    return runTilesAvx512;
+  case GemmIsa::Avx2:
+    return runTilesAvx2;
+#endif
+  default:
+    return runTilesGeneric;
+  }
+}
+
+} // namespace
+} // namespace kiln::rt
+
+extern "C" void kiln_ukernel_attention(
+    int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
+    int64_t kv_len, int64_t head_dim, int64_t value_dim, const float *q,
+    int64_t q_sb, int64_t q_sh, int64_t q_st, int64_t q_sd, const float *k,
+    int64_t k_sb, int64_t k_sh, int64_t k_st, int64_t k_sd, const float *v,
+    int64_t v_sb, int64_t v_sh, int64_t v_st, int64_t v_sd, const uint8_t *keep,
+    int64_t keep_sb, int64_t keep_sh, int64_t keep_sq, int64_t keep_sk,
+    float masked_value, const float *bias, int64_t bias_sb, int64_t bias_sh,
+    int64_t bias_sq, int64_t bias_sk, float scale, float *out, int64_t out_sb,
+    int64_t out_sh, int64_t out_st, int64_t out_sd) {
+  using namespace kiln::rt;
+  if (batch <= 0 || heads <= 0 || q_len <= 0 || value_dim <= 0)
+    return;
+  if (kv_len <= 0) {
+    // An empty softmax times an empty V: the sum over no keys.
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < q_len; ++i)
+          for (int64_t e = 0; e < value_dim; ++e)
+            out[b * out_sb + h * out_sh + i * out_st + e * out_sd] = 0.0f;
+    return;
+  }
+  const Problem problem{batch,
+                        heads,
+                        kv_heads,
+                        q_len,
+                        kv_len,
+                        head_dim,
+                        value_dim,
+                        q,
+                        {q_sb, q_sh, q_st, q_sd},
+                        k,
+                        {k_sb, k_sh, k_st, k_sd},
+                        v,
+                        {v_sb, v_sh, v_st, v_sd},
+                        keep,
+                        {keep_sb, keep_sh, keep_sq, keep_sk},
+                        masked_value,
+                        bias,
+                        {bias_sb, bias_sh, bias_sq, bias_sk},
+                        scale,
+                        out,
+                        {out_sb, out_sh, out_st, out_sd}};
+  const TileRunner run = tileRunnerFor(activeGemmIsa());
+  const int64_t tiles = problem.tiles();
+  ThreadPool *pool = currentThreadPool();
+  // Each tile's rows are computed in the same order whichever thread runs
+  // it, so the split does not change results.
+  const int64_t threads = std::min<int64_t>(
+      tiles,
+      threadsWorthUsing(pool, static_cast<double>(batch) * heads * q_len *
+                                  kv_len * (head_dim + value_dim)));
+  if (threads <= 1) {
+    run(problem, 0, tiles);
+    return;
+  }
+  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part)
+      run(problem, part * tiles / threads, (part + 1) * tiles / threads);
+  });
+}

@@ -1,0 +1,169 @@
+// RUN: kiln-opt %s --split-input-file --kiln-fuse-attention | FileCheck %s
+
+// Tests that GPT-2's attention (K transposed, scores divided by sqrt(d), a
+// causal where and an additive padding mask) becomes one kiln.attention with
+// both masks, scale 1/4 and the where's fill, and that nothing of the chain
+// is left.
+
+// CHECK-LABEL: func.func @gpt2_attention
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>, %[[KEEP:.+]]: tensor<1x1x?x?xi1>, %[[MASK:.+]]: tensor<?x1x1x?xf32>)
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] keep %[[KEEP]] bias %[[MASK]]
+//  CHECK-SAME: masked_value = -3.40282347E+38 : f32, scale = 2.500000e-01 : f32
+//  CHECK-NOT: kiln.softmax
+//  CHECK-NOT: kiln.transpose
+//       CHECK: return %[[O]]
+func.func @gpt2_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                          %keep: tensor<1x1x?x?xi1>, %mask: tensor<?x1x1x?xf32>) -> tensor<?x4x?x16xf32> {
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = kiln.where %keep, %d, %min : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %a = kiln.add %w, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that the mask may be the left operand of the add, the scale a
+// multiplication by a constant on either side, and K read through
+// transpose_b; without a where, masked_value stays at its default.
+
+// CHECK-LABEL: func.func @mask_first_scale_by_mul
+//  CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[K:.+]]: tensor<2x4x8x16xf32>, %[[V:.+]]: tensor<2x4x8x32xf32>, %[[MASK:.+]]: tensor<2x1x8x8xf32>)
+//       CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] bias %[[MASK]] {scale = 1.250000e-01 : f32}
+//  CHECK-SAME: -> tensor<2x4x8x32xf32>
+//   CHECK-NOT: kiln.softmax
+func.func @mask_first_scale_by_mul(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x32xf32>,
+                                   %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x32xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+  %c = kiln.constant dense<0.125> : tensor<1xf32>
+  %d = kiln.mul %c, %s : (tensor<1xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %a = kiln.add %mask, %d : (tensor<2x1x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x32xf32>) -> tensor<2x4x8x32xf32>
+  return %o : tensor<2x4x8x32xf32>
+}
+
+// -----
+
+// Tests BERT's form, where K goes from [B, T, H, D] straight to [B, H, D, T]:
+// the fused op reads K through a transpose to [B, H, T, D].
+
+// CHECK-LABEL: func.func @bert_key_permutation
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[KRAW:.+]]: tensor<?x?x4x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>)
+//       CHECK: %[[K:.+]] = kiln.transpose %[[KRAW]] {permutation = array<i64: 0, 2, 1, 3>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x?x16xf32>
+//       CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f32}
+func.func @bert_key_permutation(%q: tensor<?x4x?x16xf32>, %k: tensor<?x?x4x16xf32>, %v: tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 2, 3, 1>} : (tensor<?x?x4x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that nothing fuses when the scores have another user: fusing would
+// have to compute them twice.
+
+// CHECK-LABEL: func.func @scores_used_twice
+//   CHECK-NOT: kiln.attention
+//       CHECK: kiln.softmax
+func.func @scores_used_twice(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>)
+    -> (tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>) {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o, %s : tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Tests that nothing fuses when the probabilities have another user.
+
+// CHECK-LABEL: func.func @probabilities_used_twice
+//   CHECK-NOT: kiln.attention
+func.func @probabilities_used_twice(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>)
+    -> (tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>) {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o, %p : tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Tests that a mask that broadcasts the scores to a larger shape (here a
+// batch of 2 against scores of batch 1) does not fuse.
+
+// CHECK-LABEL: func.func @mask_grows_scores
+//   CHECK-NOT: kiln.attention
+func.func @mask_grows_scores(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>,
+                             %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %a = kiln.add %s, %mask : (tensor<1x4x8x8xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Tests that f16 attention does not fuse: the fused kernel is f32 only.
+
+// CHECK-LABEL: func.func @f16
+//   CHECK-NOT: kiln.attention
+func.func @f16(%q: tensor<1x4x8x16xf16>, %k: tensor<1x4x8x16xf16>, %v: tensor<1x4x8x16xf16>) -> tensor<1x4x8x16xf16> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf16>, tensor<1x4x8x16xf16>) -> tensor<1x4x8x8xf16>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x4x8x8xf16>
+  %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf16>, tensor<1x4x8x16xf16>) -> tensor<1x4x8x16xf16>
+  return %o : tensor<1x4x8x16xf16>
+}
+
+// -----
+
+// Tests that a scale that is not a constant does not fuse.
+
+// CHECK-LABEL: func.func @scale_not_constant
+//   CHECK-NOT: kiln.attention
+func.func @scale_not_constant(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>,
+                              %c: tensor<f32>) -> tensor<1x4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %d = kiln.div %s, %c : (tensor<1x4x8x8xf32>, tensor<f32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that a static batch of 1 in K against a dynamic one in Q, which the
+// unfused product broadcasts, does not fuse.
+
+// CHECK-LABEL: func.func @key_batch_broadcasts
+//   CHECK-NOT: kiln.attention
+func.func @key_batch_broadcasts(%q: tensor<?x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<?x4x8x16xf32>) -> tensor<?x4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<?x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<?x4x8x8xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<?x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x8x8xf32>, tensor<?x4x8x16xf32>) -> tensor<?x4x8x16xf32>
+  return %o : tensor<?x4x8x16xf32>
+}
+
+// -----
+
+// Tests that a softmax over another axis than the keys does not fuse.
+
+// CHECK-LABEL: func.func @softmax_over_queries
+//   CHECK-NOT: kiln.attention
+func.func @softmax_over_queries(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<1x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}

@@ -1,0 +1,607 @@
+//===- AttentionTest.cpp - The fused attention microkernel ----------------===//
+//
+// Every ISA the CPU has is checked against a double-precision, three-pass
+// softmax reference over MHA/GQA, decode and prefill shapes, key counts on
+// both sides of the kernel's 128-key blocks, odd head sizes, broadcast keep
+// masks and biases, and transposed and padded views. Inputs have NaN in every
+// element outside their view and the output buffer starts as NaN, so a read
+// past a row, an element left unwritten or a write outside the view shows up.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/Attention.h"
+#include "runtime/src/Gemm.h"
+#include "runtime/src/ThreadPool.h"
+#include "test/unit/PerIsaTest.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace kiln::rt;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+/// What ONNX exporters put in masked scores: the lowest finite float.
+constexpr float kLowest = -3.4028235e38f;
+
+using Dims = std::array<int64_t, 4>;
+
+/// How a tensor's logical dims [b, h, t, d] are laid out in memory.
+enum class Layout {
+  Contiguous, // [b, h, t, d]
+  Padded,     // [b, h, t, d] with 3 spare floats after each row
+  TokenMajor, // [b, t, h, d], as attention inputs come out of a projection
+  DimMajor,   // [b, h, d, t], a transposed K (the d stride is not 1)
+};
+
+const char *layoutName(Layout layout) {
+  switch (layout) {
+  case Layout::Contiguous:
+    return "contiguous";
+  case Layout::Padded:
+    return "padded";
+  case Layout::TokenMajor:
+    return "token-major";
+  case Layout::DimMajor:
+    return "dim-major";
+  }
+  return "?";
+}
+
+/// A strided 4-d view into a buffer whose elements outside the view are NaN.
+struct Tensor {
+  Dims dims;
+  Dims strides;
+  std::vector<float> data;
+
+  Tensor(Dims dims, Layout layout) : dims(dims) {
+    // Physical order, outermost first, as indices into dims.
+    Dims order = {0, 1, 2, 3};
+    if (layout == Layout::TokenMajor)
+      order = {0, 2, 1, 3};
+    if (layout == Layout::DimMajor)
+      order = {0, 1, 3, 2};
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      strides[order[i]] = stride;
+      stride *= dims[order[i]] + (i == 3 && layout == Layout::Padded ? 3 : 0);
+    }
+    data.assign(std::max<int64_t>(1, stride), kNaN);
+  }
+
+  int64_t offset(int64_t b, int64_t h, int64_t t, int64_t d) const {
+    return b * strides[0] + h * strides[1] + t * strides[2] + d * strides[3];
+  }
+  float &at(int64_t b, int64_t h, int64_t t, int64_t d) {
+    return data[offset(b, h, t, d)];
+  }
+  float at(int64_t b, int64_t h, int64_t t, int64_t d) const {
+    return data[offset(b, h, t, d)];
+  }
+
+  void
+  fill(const std::function<float(int64_t, int64_t, int64_t, int64_t)> &value) {
+    for (int64_t b = 0; b < dims[0]; ++b)
+      for (int64_t h = 0; h < dims[1]; ++h)
+        for (int64_t t = 0; t < dims[2]; ++t)
+          for (int64_t d = 0; d < dims[3]; ++d)
+            at(b, h, t, d) = value(b, h, t, d);
+  }
+  void fillUniform(std::mt19937 &rng, float low = -1.0f, float high = 1.0f) {
+    std::uniform_real_distribution<float> uniform(low, high);
+    fill([&](int64_t, int64_t, int64_t, int64_t) { return uniform(rng); });
+  }
+};
+
+/// A keep mask or bias over the scores [b, h, i, j], stored over `dims` (each
+/// 1 or the scores' size) and read with stride 0 along size-1 dims; stored
+/// [b, h, j, i] when keyMajor.
+template <typename T> struct ScoreOperand {
+  Dims dims;
+  Dims strides;
+  std::vector<T> data;
+
+  ScoreOperand(
+      Dims dims,
+      const std::function<T(int64_t, int64_t, int64_t, int64_t)> &value,
+      bool keyMajor = false)
+      : dims(dims) {
+    const Dims order = keyMajor ? Dims{0, 1, 3, 2} : Dims{0, 1, 2, 3};
+    int64_t stride = 1;
+    for (int i = 3; i >= 0; --i) {
+      strides[order[i]] = dims[order[i]] == 1 ? 0 : stride;
+      stride *= dims[order[i]];
+    }
+    data.resize(std::max<int64_t>(1, stride));
+    for (int64_t b = 0; b < dims[0]; ++b)
+      for (int64_t h = 0; h < dims[1]; ++h)
+        for (int64_t i = 0; i < dims[2]; ++i)
+          for (int64_t j = 0; j < dims[3]; ++j)
+            data[b * strides[0] + h * strides[1] + i * strides[2] +
+                 j * strides[3]] = value(b, h, i, j);
+  }
+  T at(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return data[b * strides[0] + h * strides[1] + i * strides[2] +
+                j * strides[3]];
+  }
+};
+using Keep = ScoreOperand<uint8_t>;
+using Bias = ScoreOperand<float>;
+
+struct Shape {
+  int64_t batch, heads, kvHeads, qLen, kvLen, headDim, valueDim;
+};
+
+std::string shapeName(const Shape &s) {
+  return "b" + std::to_string(s.batch) + " h" + std::to_string(s.heads) + "/" +
+         std::to_string(s.kvHeads) + " q" + std::to_string(s.qLen) + " kv" +
+         std::to_string(s.kvLen) + " d" + std::to_string(s.headDim) + " e" +
+         std::to_string(s.valueDim);
+}
+
+/// One attention call: inputs with random values in [-1, 1], a NaN output.
+struct Problem {
+  Shape shape;
+  Tensor q, k, v, out;
+  const Keep *keep = nullptr;
+  float maskedValue = kLowest;
+  const Bias *bias = nullptr;
+  float scale;
+
+  Problem(const Shape &s, std::mt19937 &rng, Layout qLayout = Layout::Padded,
+          Layout kLayout = Layout::Padded, Layout vLayout = Layout::Padded,
+          Layout outLayout = Layout::Padded)
+      : shape(s), q({s.batch, s.heads, s.qLen, s.headDim}, qLayout),
+        k({s.batch, s.kvHeads, s.kvLen, s.headDim}, kLayout),
+        v({s.batch, s.kvHeads, s.kvLen, s.valueDim}, vLayout),
+        out({s.batch, s.heads, s.qLen, s.valueDim}, outLayout),
+        scale(1.0f / std::sqrt(float(std::max<int64_t>(1, s.headDim)))) {
+    q.fillUniform(rng);
+    k.fillUniform(rng);
+    v.fillUniform(rng);
+  }
+
+  void run(ThreadPool *pool = nullptr) {
+    const Shape &s = shape;
+    const Dims noStrides = {0, 0, 0, 0};
+    const Dims &ks = keep ? keep->strides : noStrides;
+    const Dims &bs = bias ? bias->strides : noStrides;
+    ScopedThreadPool scope(pool);
+    kiln_ukernel_attention(
+        s.batch, s.heads, s.kvHeads, s.qLen, s.kvLen, s.headDim, s.valueDim,
+        q.data.data(), q.strides[0], q.strides[1], q.strides[2], q.strides[3],
+        k.data.data(), k.strides[0], k.strides[1], k.strides[2], k.strides[3],
+        v.data.data(), v.strides[0], v.strides[1], v.strides[2], v.strides[3],
+        keep ? keep->data.data() : nullptr, ks[0], ks[1], ks[2], ks[3],
+        maskedValue, bias ? bias->data.data() : nullptr, bs[0], bs[1], bs[2],
+        bs[3], scale, out.data.data(), out.strides[0], out.strides[1],
+        out.strides[2], out.strides[3]);
+  }
+};
+
+/// One output row of the reference: the scores in double, rounded to f32 as
+/// the unfused MatMul's result is, masked and biased in f32 (so -3.4e38 plus
+/// -3.4e38 overflows to -inf as it does there), then a three-pass softmax and
+/// the weighted sum of V in double. `scale` gets Σ_j p_j·|V_j,e|, the size of
+/// the terms, which any summation order's rounding error is relative to.
+void referenceRow(const Problem &p, int64_t b, int64_t h, int64_t i,
+                  std::vector<double> &result, std::vector<double> &scale) {
+  const Shape &s = p.shape;
+  const int64_t kvHead = h / (s.heads / s.kvHeads);
+  std::vector<double> scores(s.kvLen);
+  double max = -kInf;
+  for (int64_t j = 0; j < s.kvLen; ++j) {
+    double dot = 0;
+    for (int64_t d = 0; d < s.headDim; ++d)
+      dot += double(p.q.at(b, h, i, d)) * p.k.at(b, kvHead, j, d);
+    float score = float(p.scale * dot);
+    if (p.keep && p.keep->at(b, h, i, j) == 0)
+      score = p.maskedValue;
+    if (p.bias)
+      score = score + p.bias->at(b, h, i, j);
+    scores[j] = score;
+    max = std::max(max, scores[j]);
+  }
+  double sum = 0;
+  for (int64_t j = 0; j < s.kvLen; ++j)
+    sum += std::exp(scores[j] - max);
+  result.assign(s.valueDim, 0.0);
+  scale.assign(s.valueDim, 0.0);
+  for (int64_t j = 0; j < s.kvLen; ++j) {
+    const double weight = std::exp(scores[j] - max) / sum;
+    for (int64_t e = 0; e < s.valueDim; ++e) {
+      result[e] += weight * p.v.at(b, kvHead, j, e);
+      scale[e] += std::fabs(weight * p.v.at(b, kvHead, j, e));
+    }
+  }
+}
+
+/// Checks every output element against the reference: within 1e-5 of the
+/// size of its terms (NaN exactly where the reference is NaN), and that the
+/// output buffer outside the view still holds its NaN.
+void expectMatchesReference(const Problem &p, const std::string &what) {
+  const Shape &s = p.shape;
+  std::vector<bool> inView(p.out.data.size(), false);
+  std::vector<double> expected, scale;
+  int64_t mismatches = 0;
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.qLen; ++i) {
+        referenceRow(p, b, h, i, expected, scale);
+        for (int64_t e = 0; e < s.valueDim; ++e) {
+          inView[p.out.offset(b, h, i, e)] = true;
+          const float actual = p.out.at(b, h, i, e);
+          const bool ok =
+              std::isnan(expected[e])
+                  ? std::isnan(actual)
+                  : std::fabs(actual - expected[e]) <= 1e-5 * scale[e] + 1e-30;
+          if (!ok && mismatches++ < 5)
+            ADD_FAILURE() << what << ": out[" << b << "," << h << "," << i
+                          << "," << e << "] = " << actual << ", expected "
+                          << expected[e] << " (scale " << scale[e] << ")";
+        }
+      }
+  for (size_t n = 0; n < inView.size(); ++n)
+    if (!inView[n] && !std::isnan(p.out.data[n]) && mismatches++ < 5)
+      ADD_FAILURE() << what << ": wrote element " << n
+                    << " of the output buffer, outside the view";
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+/// Whether every element of the output row is NaN (all) or none is (!all).
+bool rowIsNaN(const Problem &p, int64_t b, int64_t h, int64_t i, bool all) {
+  for (int64_t e = 0; e < p.shape.valueDim; ++e)
+    if (std::isnan(p.out.at(b, h, i, e)) != all)
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Per ISA
+//===----------------------------------------------------------------------===//
+
+class AttentionTest : public PerIsaTest {};
+
+TEST_P(AttentionTest, MatchesReferenceOverShapes) {
+  // MHA, GQA and MQA; decode (q 1), prefill (q == kv) and q < kv; key counts
+  // of 1 and around the 128-key block; head sizes that are and are not a
+  // whole number of vectors, with head_dim != value_dim; more rows per kv
+  // head than one 64-row tile.
+  const Shape shapes[] = {
+      {1, 4, 4, 1, 128, 16, 16}, {2, 4, 2, 1, 65, 64, 64},
+      {1, 4, 1, 1, 300, 16, 16}, {1, 4, 4, 64, 64, 16, 16},
+      {2, 4, 2, 63, 63, 13, 13}, {1, 4, 1, 40, 40, 80, 80},
+      {1, 2, 2, 5, 300, 64, 32}, {1, 4, 2, 7, 129, 13, 20},
+      {2, 3, 3, 3, 1, 16, 16},   {1, 4, 4, 130, 127, 16, 80},
+      {1, 2, 1, 9, 64, 16, 13},  {1, 1, 1, 2, 256, 24, 8},
+      {1, 4, 2, 17, 17, 1, 3},   {1, 2, 2, 3, 64, 256, 256},
+  };
+  std::mt19937 rng(1);
+  for (const Shape &shape : shapes)
+    for (Layout layout : {Layout::Contiguous, Layout::Padded}) {
+      Problem p(shape, rng, layout, layout, layout, layout);
+      p.run();
+      expectMatchesReference(p, shapeName(shape) + " " + layoutName(layout));
+    }
+}
+
+TEST_P(AttentionTest, EmptyKeysGiveZerosAndEmptyOutputsWriteNothing) {
+  std::mt19937 rng(2);
+  Problem noKeys({2, 4, 2, 3, 0, 16, 16}, rng);
+  noKeys.run();
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t e = 0; e < 16; ++e)
+          EXPECT_EQ(noKeys.out.at(b, h, i, e), 0.0f);
+  expectMatchesReference(noKeys, "kv_len 0");
+
+  for (const Shape &shape :
+       {Shape{0, 4, 2, 3, 5, 16, 16}, Shape{2, 0, 0, 3, 5, 16, 16},
+        Shape{2, 4, 2, 0, 5, 16, 16}, Shape{2, 4, 2, 3, 5, 16, 0}}) {
+    Problem p(shape, rng);
+    p.run();
+    for (float x : p.out.data)
+      EXPECT_TRUE(std::isnan(x)) << shapeName(shape);
+  }
+}
+
+TEST_P(AttentionTest, CausalKeepMask) {
+  // [1, 1, q, k], broadcast over batch and heads, aligned so that the last
+  // query sees every key (as with a past KV cache when q < kv).
+  std::mt19937 rng(3);
+  for (const Shape &shape :
+       {Shape{2, 4, 4, 65, 65, 16, 16}, Shape{1, 4, 2, 130, 130, 64, 64},
+        Shape{1, 4, 1, 10, 300, 16, 16}, Shape{2, 2, 2, 1, 200, 16, 16}}) {
+    const int64_t offset = shape.kvLen - shape.qLen;
+    const Keep causal({1, 1, shape.qLen, shape.kvLen},
+                      [&](int64_t, int64_t, int64_t i, int64_t j) {
+                        return uint8_t(j <= i + offset);
+                      });
+    Problem p(shape, rng);
+    p.keep = &causal;
+    p.run();
+    expectMatchesReference(p, "causal " + shapeName(shape));
+  }
+}
+
+TEST_P(AttentionTest, RandomKeepMaskOverEveryDim) {
+  std::mt19937 rng(4);
+  const Shape shape{2, 4, 2, 9, 140, 16, 24};
+  std::bernoulli_distribution kept(0.7);
+  const Keep keep({2, 4, 9, 140}, [&](int64_t, int64_t, int64_t, int64_t) {
+    return uint8_t(kept(rng) ? 1 + rng() % 255 : 0); // any nonzero keeps
+  });
+  Problem p(shape, rng);
+  p.keep = &keep;
+  p.maskedValue = -1e4f; // replaces the score: finite masked scores still count
+  p.run();
+  expectMatchesReference(p, "random keep");
+}
+
+TEST_P(AttentionTest, MaskAndBiasWithOtherKeyStrides) {
+  // A causal keep mask stored key-major (key stride q_len), and a keep mask
+  // and a bias per query row (key stride 0): rows masked whole spread their
+  // weight evenly; the bias shifts every score of a row alike.
+  std::mt19937 rng(14);
+  const Shape shape{2, 2, 1, 20, 150, 16, 16};
+  const Keep keyMajor(
+      {1, 1, 20, 150},
+      [](int64_t, int64_t, int64_t i, int64_t j) {
+        return uint8_t(j <= i + 130);
+      },
+      /*keyMajor=*/true);
+  const Keep perRow({2, 2, 20, 1},
+                    [](int64_t b, int64_t h, int64_t i, int64_t) {
+                      return uint8_t((b + h + i) % 4 != 0);
+                    });
+  std::uniform_real_distribution<float> uniform(-30.0f, 30.0f);
+  const Bias rowBias({2, 2, 20, 1}, [&](int64_t, int64_t, int64_t, int64_t) {
+    return uniform(rng);
+  });
+  for (const Keep *keep : {&keyMajor, &perRow}) {
+    Problem p(shape, rng);
+    p.keep = keep;
+    p.bias = &rowBias;
+    p.run();
+    expectMatchesReference(p, keep == &keyMajor ? "key-major keep"
+                                                : "per-row keep and bias");
+  }
+}
+
+TEST_P(AttentionTest, AdditiveBias) {
+  std::mt19937 rng(5);
+  const Shape shape{2, 4, 2, 33, 150, 16, 16};
+  // [B, 1, 1, k]: a padding mask, the second batch entry's last 70 keys off.
+  const Bias padding({2, 1, 1, 150},
+                     [](int64_t b, int64_t, int64_t, int64_t j) {
+                       return b == 1 && j >= 80 ? kLowest : 0.0f;
+                     });
+  // [B, 1, q, k]: an arbitrary additive bias (relative positions, ALiBi).
+  std::uniform_real_distribution<float> uniform(-3.0f, 3.0f);
+  const Bias positional({2, 1, 33, 150}, [&](int64_t, int64_t, int64_t,
+                                             int64_t) { return uniform(rng); });
+  for (const Bias *bias : {&padding, &positional}) {
+    Problem p(shape, rng);
+    p.bias = bias;
+    p.run();
+    expectMatchesReference(p, bias == &padding ? "padding bias"
+                                               : "positional bias");
+  }
+}
+
+TEST_P(AttentionTest, KeepAndBiasTogether) {
+  // A causal keep mask and a padding bias, both -3.4e38: where both block a
+  // key its score is -3.4e38 + -3.4e38 = -inf in f32; where one does, it is
+  // -3.4e38 (the score itself rounds away), so a row whose visible keys are
+  // all padded spreads its weight evenly over them.
+  std::mt19937 rng(6);
+  const Shape shape{3, 4, 2, 140, 140, 16, 16};
+  const Keep causal(
+      {1, 1, 140, 140},
+      [](int64_t, int64_t, int64_t i, int64_t j) { return uint8_t(j <= i); });
+  const Bias padding(
+      {3, 1, 1, 140}, [](int64_t b, int64_t, int64_t, int64_t j) {
+        const bool padded = b == 1 ? j < 20 : b == 2 ? j >= 100 : false;
+        return padded ? kLowest : 0.0f;
+      });
+  Problem p(shape, rng);
+  p.keep = &causal;
+  p.bias = &padding;
+  p.run();
+  expectMatchesReference(p, "causal + padding");
+  // Batch 1's first 20 rows see only padded keys: an even spread, not NaN.
+  for (int64_t i = 0; i < 20; ++i)
+    EXPECT_TRUE(rowIsNaN(p, 1, 0, i, /*all=*/false)) << "row " << i;
+}
+
+TEST_P(AttentionTest, AllMinusInfinityRowsAreNaN) {
+  // Rows where every key is blocked twice: all scores -inf, so the unfused
+  // softmax gives NaN. Batch 1 is fully padded; its row 3 is fully masked.
+  std::mt19937 rng(7);
+  const Shape shape{2, 2, 2, 6, 140, 16, 16};
+  const Keep keep({2, 1, 6, 140}, [](int64_t, int64_t, int64_t i, int64_t j) {
+    return uint8_t(i != 3 && j % 3 != 0);
+  });
+  const Bias padding({2, 1, 1, 140}, [](int64_t b, int64_t, int64_t, int64_t) {
+    return b == 1 ? kLowest : 0.0f;
+  });
+  Problem p(shape, rng);
+  p.keep = &keep;
+  p.bias = &padding;
+  p.run();
+  expectMatchesReference(p, "blocked twice");
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 6; ++i) {
+      EXPECT_TRUE(rowIsNaN(p, 0, h, i, /*all=*/false))
+          << "b0 h" << h << " " << i;
+      EXPECT_EQ(rowIsNaN(p, 1, h, i, /*all=*/true), i == 3)
+          << "b1 h" << h << " row " << i;
+    }
+}
+
+TEST_P(AttentionTest, LeadingBlocksOfMinusInfinity) {
+  // Scores of -inf over the first 200 keys (more than one 128-key block)
+  // before finite ones: the streaming softmax must give them weight 0 rather
+  // than NaN from exp(-inf - -inf) while its running max is still -inf.
+  std::mt19937 rng(8);
+  const Shape shape{1, 4, 2, 5, 300, 16, 16};
+  for (float masked : {-kInf, kLowest}) {
+    const Keep keep({1, 1, 1, 300}, [](int64_t, int64_t, int64_t, int64_t j) {
+      return uint8_t(j >= 200);
+    });
+    const Bias bias({1, 1, 1, 300}, [](int64_t, int64_t, int64_t, int64_t j) {
+      return j >= 200 ? 0.5f : kLowest;
+    });
+    Problem p(shape, rng);
+    p.keep = &keep;
+    p.maskedValue = masked;
+    if (masked == kLowest)
+      p.bias = &bias; // -3.4e38 + -3.4e38 = -inf
+    p.run();
+    expectMatchesReference(p, masked == -kInf ? "masked -inf"
+                                              : "masked and biased");
+    for (int64_t h = 0; h < 4; ++h)
+      for (int64_t i = 0; i < 5; ++i)
+        EXPECT_TRUE(rowIsNaN(p, 0, h, i, /*all=*/false));
+  }
+}
+
+TEST_P(AttentionTest, MaskedKeysGetExactlyZeroWeight) {
+  // V is 3e38 at masked keys: any weight above 0 there, even e^-87 (about
+  // the smallest normal float), would swamp the result, so both exp(-inf)
+  // and exp(-3.4e38 - max) must be exactly 0.
+  std::mt19937 rng(9);
+  const Shape shape{1, 2, 2, 4, 150, 16, 16};
+  for (float masked : {-kInf, kLowest}) {
+    const Keep keep({1, 1, 1, 150}, [](int64_t, int64_t, int64_t, int64_t j) {
+      return uint8_t(j % 5 != 0);
+    });
+    Problem p(shape, rng);
+    p.v.fill([&](int64_t, int64_t, int64_t j, int64_t) {
+      return j % 5 == 0 ? 3e38f : 0.25f;
+    });
+    p.keep = &keep;
+    p.maskedValue = masked;
+    p.run();
+    expectMatchesReference(p, "huge masked values");
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t i = 0; i < 4; ++i)
+        for (int64_t e = 0; e < 16; ++e)
+          EXPECT_NEAR(p.out.at(0, h, i, e), 0.25f, 1e-6f);
+  }
+}
+
+TEST_P(AttentionTest, NaNPropagatesUnlessMaskedAway) {
+  // NaN in a query row poisons that row. NaN in key 5 poisons every row
+  // that keeps key 5; the keep mask replaces the score (as ONNX Where does),
+  // so rows that mask it are unaffected.
+  std::mt19937 rng(10);
+  const Shape shape{1, 2, 1, 6, 140, 16, 16};
+  const Keep keep({1, 1, 6, 140}, [](int64_t, int64_t, int64_t i, int64_t j) {
+    return uint8_t(j != 5 || i % 2 == 1);
+  });
+  Problem p(shape, rng);
+  p.q.at(0, 1, 0, 3) = kNaN;
+  p.k.at(0, 0, 5, 7) = kNaN;
+  p.keep = &keep;
+  p.run();
+  expectMatchesReference(p, "NaN inputs");
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 6; ++i) {
+      const bool poisoned = i % 2 == 1 || (h == 1 && i == 0);
+      EXPECT_TRUE(rowIsNaN(p, 0, h, i, /*all=*/poisoned))
+          << "h" << h << " row " << i;
+    }
+}
+
+TEST_P(AttentionTest, StridedViews) {
+  // Token-major Q, V and output ([b, t, h, d], as projections produce them),
+  // a transposed K ([b, h, d, t]), and V with a d stride other than 1.
+  struct Views {
+    Layout q, k, v, out;
+  };
+  const Views views[] = {
+      {Layout::TokenMajor, Layout::TokenMajor, Layout::TokenMajor,
+       Layout::TokenMajor},
+      {Layout::Padded, Layout::DimMajor, Layout::DimMajor, Layout::DimMajor},
+      {Layout::DimMajor, Layout::Contiguous, Layout::Padded,
+       Layout::TokenMajor},
+  };
+  std::mt19937 rng(11);
+  for (const Shape &shape :
+       {Shape{2, 4, 2, 1, 130, 16, 16}, Shape{1, 4, 4, 70, 70, 64, 64},
+        Shape{2, 4, 1, 9, 200, 13, 20}}) {
+    for (const Views &view : views) {
+      Problem p(shape, rng, view.q, view.k, view.v, view.out);
+      p.run();
+      expectMatchesReference(p, shapeName(shape) + " q " + layoutName(view.q) +
+                                    ", k " + layoutName(view.k) + ", v " +
+                                    layoutName(view.v) + ", out " +
+                                    layoutName(view.out));
+    }
+  }
+}
+
+TEST_P(AttentionTest, LargeScoresRescaleExactly) {
+  // Integer-valued Q and K make every score exact in f32 (scale 1/2), so the
+  // reference needs no slack for rounded dot products. Scores reach about
+  // ±80, where a missed or doubled rescale of the running sum is off by
+  // orders of magnitude; a ramp in the bias makes later key blocks raise the
+  // max again and again (and the falling ramp never).
+  std::mt19937 rng(12);
+  const Shape shape{1, 2, 1, 9, 400, 16, 16};
+  std::uniform_int_distribution<int> digit(-4, 4);
+  for (float slope : {0.25f, -0.25f, 0.0f}) {
+    const Bias ramp({1, 1, 1, 400}, [&](int64_t, int64_t, int64_t, int64_t j) {
+      return slope * (j - 200);
+    });
+    Problem p(shape, rng);
+    p.q.fill([&](int64_t, int64_t, int64_t, int64_t) { return digit(rng); });
+    p.k.fill([&](int64_t, int64_t, int64_t, int64_t) { return digit(rng); });
+    p.scale = 0.5f;
+    p.bias = &ramp;
+    p.run();
+    expectMatchesReference(p, "slope " + std::to_string(slope));
+  }
+}
+
+TEST_P(AttentionTest, ThreadCountDoesNotChangeResults) {
+  // Big enough to be split (about 60M multiply-adds), with a mask and bias.
+  std::mt19937 rng(13);
+  const Shape shape{2, 4, 2, 200, 300, 64, 64};
+  const Keep causal({1, 1, 200, 300},
+                    [](int64_t, int64_t, int64_t i, int64_t j) {
+                      return uint8_t(j <= i + 100);
+                    });
+  const Bias bias({2, 1, 1, 300}, [](int64_t b, int64_t, int64_t, int64_t j) {
+    return b == 1 && j < 10 ? kLowest : 0.0f;
+  });
+  Problem serial(shape, rng, Layout::TokenMajor, Layout::Padded,
+                 Layout::Contiguous, Layout::TokenMajor);
+  serial.keep = &causal;
+  serial.bias = &bias;
+  Problem parallel = serial;
+  serial.run(nullptr);
+  ThreadPool twoThreads(2);
+  parallel.run(&twoThreads);
+  ASSERT_EQ(serial.out.data.size(), parallel.out.data.size());
+  EXPECT_EQ(std::memcmp(serial.out.data.data(), parallel.out.data.data(),
+                        serial.out.data.size() * sizeof(float)),
+            0);
+  expectMatchesReference(parallel, "two threads");
+}
+
+KILN_INSTANTIATE_PER_ISA(AttentionTest);
+
+} // namespace
