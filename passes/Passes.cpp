@@ -26,10 +26,14 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
         *option = false;
         known = true;
       }
+    if (name == "constant-fold") {
+      foldConstants = false;
+      known = true;
+    }
     if (!known) {
       error = "unknown optimization '" + name.str() +
-              "' (known: fusion, fuse-attention, fuse-normalizations, "
-              "fuse-activations, fuse-elementwise)";
+              "' (known: constant-fold, fusion, fuse-attention, "
+              "fuse-normalizations, fuse-activations, fuse-elementwise)";
       return false;
     }
   }
@@ -39,6 +43,8 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
 void buildGraphOptimizationPipeline(OpPassManager &pm,
                                     const OptimizationOptions &options) {
   OpPassManager &func = pm.nest<func::FuncOp>();
+  if (options.foldConstants)
+    func.addPass(createKilnFoldConstants());
   if (options.fuseAttention)
     func.addPass(createKilnFuseAttention());
   if (options.fuseNormalizations)
@@ -51,7 +57,7 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
 void registerKilnGraphPipeline() {
   PassPipelineRegistration<>(
       "kiln-optimize-graph",
-      "Runs every kiln graph optimization (the fusions) on kiln IR",
+      "Runs every kiln graph optimization (folding, fusions) on kiln IR",
       [](OpPassManager &pm) { buildGraphOptimizationPipeline(pm); });
 }
 

@@ -4,6 +4,7 @@
 
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
@@ -21,6 +22,7 @@ namespace kiln {
 /// Which graph optimizations run. Everything is on by default; `kilnc
 /// --disable=...` turns optimizations off by name to measure their effect.
 struct OptimizationOptions {
+  bool foldConstants = true;
   bool fuseAttention = true;
   bool fuseNormalizations = true;
   bool fuseActivations = true;
@@ -28,15 +30,15 @@ struct OptimizationOptions {
   /// ops into one loop); it belongs to the tensor lowering pipeline.
   bool fuseElementwise = true;
 
-  /// Turns off the comma-separated `names`: "fusion" (every fusion), or
-  /// "fuse-attention", "fuse-normalizations", "fuse-activations",
+  /// Turns off the comma-separated `names`: "constant-fold", "fusion" (every
+  /// fusion), or "fuse-attention", "fuse-normalizations", "fuse-activations",
   /// "fuse-elementwise". False, with `error` naming it, on an unknown name.
   bool disable(llvm::StringRef names, std::string &error);
 };
 
-/// The kiln-to-kiln passes that `options` enables, each followed by
-/// canonicalization: the fusions, in the order attention, normalizations,
-/// activations.
+/// The kiln-to-kiln passes that `options` enables, then canonicalization:
+/// constant folding, then the fusions in the order attention,
+/// normalizations, activations.
 void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,
                                     const OptimizationOptions &options = {});
 

@@ -29,6 +29,42 @@ def KilnPrintSummary : Pass<"kiln-print-summary", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
+  let summary = "Evaluates ops on constants at compile time";
+  let description = [{
+    Replaces every kiln op whose operands are all dense constants with the
+    constant it computes, when that has at most `max-elements` elements:
+    elementwise ops (with broadcasting), casts, where, and the data movement
+    ops (reshape, squeeze, unsqueeze, transpose, concat, gather, slice,
+    expand, range). Ops run in program order, so constant chains fold in one
+    sweep. An element of `shape_of(x)` picked by a constant index becomes
+    `kiln.dim x`, a constant when that dim is static, which is how the shape
+    subgraphs of exports (Shape → Gather → Unsqueeze → Concat → Reshape)
+    lose their static parts. Where the op's result type is less static than
+    the constant, a `tensor.cast` keeps the users' types.
+
+    Ops whose run-time checks would fail (an index out of range, an integer
+    division by zero, a float-to-integer cast out of range) are left for run
+    time, so that the error still names them. Weights (`dense_resource`) are
+    not folded.
+
+    Example:
+
+    ```mlir
+    %s = kiln.shape_of %x : tensor<?x?x64xf32> -> tensor<3xi64>
+    %c2 = kiln.constant dense<2> : tensor<i64>
+    %d = kiln.gather %s[%c2] {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+    // becomes
+    %d = kiln.constant dense<64> : tensor<i64>
+    ```
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"65536",
+           "The most elements a folded constant may have">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Fuses decomposed scaled dot-product attention into kiln.attention";
   let description = [{

@@ -71,9 +71,9 @@ cl::list<std::string> dimBounds(
 
 cl::list<std::string> disabledOptimizations(
     "disable",
-    cl::desc("Turn off optimizations, to measure their effect: fusion (all of "
-             "them), fuse-attention, fuse-normalizations, fuse-activations, "
-             "fuse-elementwise"),
+    cl::desc("Turn off optimizations, to measure their effect: "
+             "constant-fold, fusion (every fusion), fuse-attention, "
+             "fuse-normalizations, fuse-activations, fuse-elementwise"),
     cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(kilncCategory));
 
 cl::opt<std::string> reportPath(

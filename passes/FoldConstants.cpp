@@ -1,0 +1,741 @@
+//===- FoldConstants.cpp - The kiln-fold-constants pass -------------------===//
+//
+// Evaluates at compile time every kiln op whose operands are all constants,
+// when its result has at most `max-elements` elements, and replaces it with a
+// kiln.constant. Ops run in program order, so whole constant subgraphs (the
+// shape arithmetic exporters emit) fold in one sweep. The shape queries that
+// start those subgraphs fold too: an element of shape_of(x) is the dim of x,
+// a constant when that dim is static.
+//
+// Folding computes exactly what the lowered op computes at run time, except
+// that exp, tanh, erf and the like use libm here (correctly rounded or
+// nearly) where generated code uses a polynomial accurate to a few ulp. Ops
+// whose run-time checks would fail (an index out of range, an integer
+// division by zero, a size that does not match the declared type) are left
+// alone, so that the error still names them when the model runs.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/PatternUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFOLDCONSTANTS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// A constant tensor with its elements widened: doubles for float element
+/// types, int64 for integers (sign-extended) and i1 (0 or 1).
+struct Constant {
+  SmallVector<int64_t> shape;
+  Type elementType;
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+
+  bool isFloat() const { return isa<FloatType>(elementType); }
+  int64_t size() const { return isFloat() ? floats.size() : ints.size(); }
+  double asDouble(int64_t i) const {
+    return isFloat() ? floats[i] : static_cast<double>(ints[i]);
+  }
+};
+
+Constant empty(ArrayRef<int64_t> shape, Type elementType) {
+  Constant result{SmallVector<int64_t>(shape), elementType, {}, {}};
+  int64_t count = ShapedType::getNumElements(shape);
+  if (result.isFloat())
+    result.floats.resize(count);
+  else
+    result.ints.resize(count);
+  return result;
+}
+
+/// Copies element `from` of `source` to element `to` of `target` (same type).
+void copyElement(const Constant &source, int64_t from, Constant &target,
+                 int64_t to) {
+  if (source.isFloat())
+    target.floats[to] = source.floats[from];
+  else
+    target.ints[to] = source.ints[from];
+}
+
+/// The constant `value` holds, looking through a tensor.cast of it (which
+/// folding leaves where a result type is less static than the value).
+std::optional<Constant> readConstant(Value value) {
+  if (auto cast = value.getDefiningOp<tensor::CastOp>())
+    value = cast.getSource();
+  auto op = value.getDefiningOp<ConstantOp>();
+  auto dense = op ? dyn_cast<DenseElementsAttr>(op.getValue()) : nullptr;
+  if (!dense)
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(dense.getType());
+  Constant result{SmallVector<int64_t>(type.getShape()),
+                  type.getElementType(), {}, {}};
+  if (result.isFloat()) {
+    for (APFloat element : dense.getValues<APFloat>()) {
+      bool losesInfo;
+      element.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                      &losesInfo);
+      result.floats.push_back(element.convertToDouble());
+    }
+  } else if (result.elementType.isInteger(1)) {
+    for (bool element : dense.getValues<bool>())
+      result.ints.push_back(element);
+  } else {
+    for (const APInt &element : dense.getValues<APInt>())
+      result.ints.push_back(element.getSExtValue());
+  }
+  return result;
+}
+
+DenseElementsAttr toAttribute(const Constant &constant) {
+  auto type = RankedTensorType::get(constant.shape, constant.elementType);
+  if (auto floatType = dyn_cast<FloatType>(constant.elementType)) {
+    SmallVector<APFloat> values;
+    for (double value : constant.floats) {
+      APFloat element(value);
+      bool losesInfo;
+      element.convert(floatType.getFloatSemantics(),
+                      APFloat::rmNearestTiesToEven, &losesInfo);
+      values.push_back(element);
+    }
+    return DenseElementsAttr::get(type, values);
+  }
+  unsigned width = constant.elementType.getIntOrFloatBitWidth();
+  if (width == 1)
+    return DenseElementsAttr::get(
+        type, llvm::to_vector(llvm::map_range(
+                  constant.ints, [](int64_t value) { return value != 0; })));
+  SmallVector<APInt> values;
+  for (int64_t value : constant.ints)
+    values.push_back(APInt(width, value, /*isSigned=*/true));
+  return DenseElementsAttr::get(type, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// Row-major strides of `shape` as read from a broadcast to `resultRank`
+/// dims: 0 for missing and size-1 dims.
+SmallVector<int64_t> broadcastStrides(ArrayRef<int64_t> shape,
+                                      int64_t resultRank) {
+  SmallVector<int64_t> strides(resultRank, 0);
+  int64_t stride = 1;
+  for (int64_t i = shape.size() - 1; i >= 0; --i) {
+    if (shape[i] != 1)
+      strides[resultRank - shape.size() + i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+/// The NumPy broadcast of the operands' shapes, or nullopt.
+std::optional<SmallVector<int64_t>>
+broadcastShape(ArrayRef<const Constant *> operands) {
+  SmallVector<int64_t> shape;
+  for (const Constant *operand : operands) {
+    SmallVector<int64_t> next;
+    if (!OpTrait::util::getBroadcastedShape(shape, operand->shape, next))
+      return std::nullopt;
+    shape = std::move(next);
+  }
+  return shape;
+}
+
+/// Calls fn(result index, operand indices) for every element of `shape`,
+/// the broadcast of the operands' shapes.
+void forEachBroadcast(ArrayRef<int64_t> shape,
+                      ArrayRef<const Constant *> operands,
+                      llvm::function_ref<void(int64_t, ArrayRef<int64_t>)> fn) {
+  int64_t rank = shape.size();
+  SmallVector<SmallVector<int64_t>> strides;
+  for (const Constant *operand : operands)
+    strides.push_back(broadcastStrides(operand->shape, rank));
+  SmallVector<int64_t> index(rank, 0), offsets(operands.size(), 0);
+  int64_t count = ShapedType::getNumElements(shape);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    fn(flat, offsets);
+    // Advance the multi-index, keeping each operand's offset in step.
+    for (int64_t dim = rank - 1; dim >= 0; --dim) {
+      for (auto [offset, operandStrides] : llvm::zip(offsets, strides))
+        offset += operandStrides[dim];
+      if (++index[dim] < shape[dim])
+        break;
+      for (auto [offset, operandStrides] : llvm::zip(offsets, strides))
+        offset -= operandStrides[dim] * shape[dim];
+      index[dim] = 0;
+    }
+  }
+}
+
+using FloatFn = std::function<std::optional<double>(ArrayRef<double>)>;
+using IntFn = std::function<std::optional<int64_t>(ArrayRef<int64_t>)>;
+
+/// Applies `floatFn` (float operands) or `intFn` (integer and i1 operands)
+/// elementwise with broadcasting; the result has `resultElementType`. Either
+/// may be null (no fold for that kind), and either may refuse an element (no
+/// fold at all), as does a result of more than `maxElements`.
+std::optional<Constant> elementwise(ArrayRef<Constant> operands,
+                                    Type resultElementType, FloatFn floatFn,
+                                    IntFn intFn, int64_t maxElements) {
+  SmallVector<const Constant *> pointers;
+  for (const Constant &operand : operands)
+    pointers.push_back(&operand);
+  std::optional<SmallVector<int64_t>> shape = broadcastShape(pointers);
+  bool floats = operands.front().isFloat();
+  if (!shape || ShapedType::getNumElements(*shape) > maxElements ||
+      (floats ? !floatFn : !intFn))
+    return std::nullopt;
+  Constant result = empty(*shape, resultElementType);
+  bool refused = false;
+  forEachBroadcast(*shape, pointers, [&](int64_t i, ArrayRef<int64_t> at) {
+    if (refused)
+      return;
+    if (floats) {
+      SmallVector<double> args;
+      for (auto [operand, offset] : llvm::zip(operands, at))
+        args.push_back(operand.asDouble(offset));
+      std::optional<double> value = floatFn(args);
+      refused = !value;
+      if (!value)
+        return;
+      if (result.isFloat())
+        result.floats[i] = *value;
+      else
+        result.ints[i] = static_cast<int64_t>(*value);
+    } else {
+      SmallVector<int64_t> args;
+      for (auto [operand, offset] : llvm::zip(operands, at))
+        args.push_back(operand.ints[offset]);
+      std::optional<int64_t> value = intFn(args);
+      refused = !value;
+      if (!value)
+        return;
+      if (result.isFloat())
+        result.floats[i] = static_cast<double>(*value);
+      else
+        result.ints[i] = *value;
+    }
+  });
+  if (refused)
+    return std::nullopt;
+  return result;
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+double geluOf(double x, bool tanhApproximation) {
+  if (tanhApproximation)
+    return 0.5 * x *
+           (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+  return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
+}
+
+/// The float and integer functions of a unary or binary op; null members
+/// where the op has no such form.
+struct ScalarFns {
+  FloatFn onFloats;
+  IntFn onInts;
+};
+
+template <typename F> FloatFn unaryFloat(F f) {
+  return [f](ArrayRef<double> x) -> std::optional<double> { return f(x[0]); };
+}
+template <typename F> IntFn unaryInt(F f) {
+  return [f](ArrayRef<int64_t> x) -> std::optional<int64_t> { return f(x[0]); };
+}
+template <typename F> FloatFn binaryFloat(F f) {
+  return [f](ArrayRef<double> x) -> std::optional<double> {
+    return f(x[0], x[1]);
+  };
+}
+template <typename F> IntFn binaryInt(F f) {
+  return [f](ArrayRef<int64_t> x) -> std::optional<int64_t> {
+    return f(x[0], x[1]);
+  };
+}
+
+std::optional<ScalarFns> scalarFunctions(Operation *op) {
+  using R = std::optional<ScalarFns>;
+  return llvm::TypeSwitch<Operation *, R>(op)
+      .Case([](NegOp) {
+        return ScalarFns{unaryFloat([](double x) { return -x; }),
+                         unaryInt([](int64_t x) { return -x; })};
+      })
+      .Case([](AbsOp) {
+        return ScalarFns{unaryFloat([](double x) { return std::fabs(x); }),
+                         unaryInt([](int64_t x) { return x < 0 ? -x : x; })};
+      })
+      .Case([](ReluOp) {
+        return ScalarFns{unaryFloat([](double x) { return x > 0 ? x : 0.0; }),
+                         unaryInt([](int64_t x) { return x > 0 ? x : 0; })};
+      })
+      .Case([](ExpOp) { return ScalarFns{unaryFloat([](double x) { return std::exp(x); }), nullptr}; })
+      .Case([](LogOp) { return ScalarFns{unaryFloat([](double x) { return std::log(x); }), nullptr}; })
+      .Case([](SqrtOp) { return ScalarFns{unaryFloat([](double x) { return std::sqrt(x); }), nullptr}; })
+      .Case([](RsqrtOp) { return ScalarFns{unaryFloat([](double x) { return 1.0 / std::sqrt(x); }), nullptr}; })
+      .Case([](ReciprocalOp) { return ScalarFns{unaryFloat([](double x) { return 1.0 / x; }), nullptr}; })
+      .Case([](ErfOp) { return ScalarFns{unaryFloat([](double x) { return std::erf(x); }), nullptr}; })
+      .Case([](TanhOp) { return ScalarFns{unaryFloat([](double x) { return std::tanh(x); }), nullptr}; })
+      .Case([](SigmoidOp) { return ScalarFns{unaryFloat(sigmoid), nullptr}; })
+      .Case([](SiluOp) { return ScalarFns{unaryFloat([](double x) { return x * sigmoid(x); }), nullptr}; })
+      .Case([](CosOp) { return ScalarFns{unaryFloat([](double x) { return std::cos(x); }), nullptr}; })
+      .Case([](SinOp) { return ScalarFns{unaryFloat([](double x) { return std::sin(x); }), nullptr}; })
+      .Case([](GeluOp gelu) {
+        bool approximate = gelu.getTanhApproximation();
+        return ScalarFns{unaryFloat([approximate](double x) { return geluOf(x, approximate); }), nullptr};
+      })
+      .Case([](NotOp) { return ScalarFns{nullptr, unaryInt([](int64_t x) -> int64_t { return !x; })}; })
+      .Case([](AddOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return x + y; }),
+                         binaryInt([](int64_t x, int64_t y) { return x + y; })};
+      })
+      .Case([](SubOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return x - y; }),
+                         binaryInt([](int64_t x, int64_t y) { return x - y; })};
+      })
+      .Case([](MulOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return x * y; }),
+                         binaryInt([](int64_t x, int64_t y) { return x * y; })};
+      })
+      .Case([](DivOp) {
+        // Integer division truncates; by zero it is a run-time error.
+        return ScalarFns{binaryFloat([](double x, double y) { return x / y; }),
+                         [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
+                           if (x[1] == 0)
+                             return std::nullopt;
+                           return x[0] / x[1];
+                         }};
+      })
+      .Case([](PowOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return std::pow(x, y); }),
+                         [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
+                           if (x[1] < 0)
+                             return std::nullopt;
+                           int64_t result = 1;
+                           for (int64_t i = 0; i < x[1]; ++i)
+                             result *= x[0];
+                           return result;
+                         }};
+      })
+      .Case([](MaxOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return std::isnan(x) || x > y ? x : y; }),
+                         binaryInt([](int64_t x, int64_t y) { return std::max(x, y); })};
+      })
+      .Case([](MinOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return std::isnan(x) || x < y ? x : y; }),
+                         binaryInt([](int64_t x, int64_t y) { return std::min(x, y); })};
+      })
+      .Case([](AndOp) { return ScalarFns{nullptr, binaryInt([](int64_t x, int64_t y) -> int64_t { return x && y; })}; })
+      .Case([](OrOp) { return ScalarFns{nullptr, binaryInt([](int64_t x, int64_t y) -> int64_t { return x || y; })}; })
+      .Case([](XorOp) { return ScalarFns{nullptr, binaryInt([](int64_t x, int64_t y) -> int64_t { return (x != 0) != (y != 0); })}; })
+      .Case([](CompareOp compare) {
+        auto test = [predicate = compare.getPredicate()](auto x, auto y) -> bool {
+          switch (predicate) {
+          case ComparePredicate::eq: return x == y;
+          case ComparePredicate::ne: return x != y;
+          case ComparePredicate::lt: return x < y;
+          case ComparePredicate::le: return x <= y;
+          case ComparePredicate::gt: return x > y;
+          case ComparePredicate::ge: return x >= y;
+          }
+          return false;
+        };
+        return ScalarFns{binaryFloat([test](double x, double y) -> double { return test(x, y); }),
+                         binaryInt([test](int64_t x, int64_t y) -> int64_t { return test(x, y); })};
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// where(c, x, y): evaluated on the value operands' kind.
+std::optional<Constant> evaluateWhere(ArrayRef<Constant> operands,
+                                      Type elementType, int64_t maxElements) {
+  // The condition is i1 (ints); pass it through the values' function as a
+  // widened number, as a select on the first argument.
+  SmallVector<Constant> widened(operands);
+  if (operands[1].isFloat()) {
+    widened[0].floats.assign(operands[0].ints.begin(), operands[0].ints.end());
+    widened[0].ints.clear();
+    widened[0].elementType = operands[1].elementType;
+  }
+  auto select = [](auto x) { return x[0] != 0 ? x[1] : x[2]; };
+  return elementwise(
+      widened, elementType,
+      [select](ArrayRef<double> x) -> std::optional<double> { return select(x); },
+      [select](ArrayRef<int64_t> x) -> std::optional<int64_t> { return select(x); },
+      maxElements);
+}
+
+std::optional<Constant> evaluateCast(const Constant &input, Type to) {
+  Constant result = empty(input.shape, to);
+  for (int64_t i = 0; i < input.size(); ++i) {
+    if (to.isInteger(1)) {
+      result.ints[i] = input.asDouble(i) != 0;
+    } else if (result.isFloat()) {
+      result.floats[i] = input.asDouble(i);
+    } else if (input.isFloat()) {
+      // Truncation toward zero; out of the i64 range (or NaN) the
+      // conversion's result is undefined, so it is left to run time.
+      double value = std::trunc(input.floats[i]);
+      if (!(std::fabs(value) < 9.2e18))
+        return std::nullopt;
+      result.ints[i] = static_cast<int64_t>(value);
+    } else {
+      result.ints[i] = input.ints[i];
+    }
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+Constant withShape(Constant value, ArrayRef<int64_t> shape) {
+  value.shape.assign(shape.begin(), shape.end());
+  return value;
+}
+
+/// Product of dims [begin, end) of `shape`.
+int64_t product(ArrayRef<int64_t> shape, size_t begin, size_t end) {
+  int64_t result = 1;
+  for (size_t i = begin; i < end; ++i)
+    result *= shape[i];
+  return result;
+}
+
+/// The result shape of ONNX Reshape (allowzero = 0), or nullopt.
+std::optional<SmallVector<int64_t>> reshapeShape(ArrayRef<int64_t> input,
+                                                 ArrayRef<int64_t> requested) {
+  SmallVector<int64_t> shape;
+  int64_t inferred = -1, known = 1;
+  for (auto [i, entry] : llvm::enumerate(requested)) {
+    int64_t size = entry == 0 && i < input.size() ? input[i] : entry;
+    if (size == -1) {
+      if (inferred >= 0)
+        return std::nullopt;
+      inferred = i;
+    } else if (size < 0) {
+      return std::nullopt;
+    } else {
+      known *= size;
+    }
+    shape.push_back(size);
+  }
+  int64_t count = ShapedType::getNumElements(input);
+  if (inferred >= 0) {
+    if (known == 0 || count % known != 0)
+      return std::nullopt;
+    shape[inferred] = count / known;
+  }
+  if (ShapedType::getNumElements(shape) != count)
+    return std::nullopt;
+  return shape;
+}
+
+Constant evaluateTranspose(const Constant &input, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> shape;
+  for (int64_t axis : perm)
+    shape.push_back(input.shape[axis]);
+  Constant result = empty(shape, input.elementType);
+  // broadcastStrides gives size-1 dims stride 0, which is as good as their
+  // real stride: their only index is 0.
+  SmallVector<int64_t> inputStrides = broadcastStrides(input.shape, perm.size());
+  SmallVector<int64_t> strides;
+  for (int64_t axis : perm)
+    strides.push_back(inputStrides[axis]);
+  int64_t rank = shape.size();
+  SmallVector<int64_t> index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t flat = 0; flat < result.size(); ++flat) {
+    copyElement(input, offset, result, flat);
+    for (int64_t dim = rank - 1; dim >= 0; --dim) {
+      offset += strides[dim];
+      if (++index[dim] < shape[dim])
+        break;
+      offset -= strides[dim] * shape[dim];
+      index[dim] = 0;
+    }
+  }
+  return result;
+}
+
+std::optional<Constant> evaluateConcat(ArrayRef<Constant> inputs, int64_t axis) {
+  SmallVector<int64_t> shape = inputs.front().shape;
+  shape[axis] = 0;
+  for (const Constant &input : inputs)
+    shape[axis] += input.shape[axis];
+  Constant result = empty(shape, inputs.front().elementType);
+  int64_t outer = product(shape, 0, axis);
+  int64_t to = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Constant &input : inputs) {
+      int64_t chunk = product(input.shape, axis, input.shape.size());
+      for (int64_t i = 0; i < chunk; ++i)
+        copyElement(input, o * chunk + i, result, to++);
+    }
+  return result;
+}
+
+std::optional<Constant> evaluateGather(const Constant &data,
+                                       const Constant &indices, int64_t axis) {
+  int64_t extent = data.shape[axis];
+  SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  llvm::append_range(shape, indices.shape);
+  shape.append(data.shape.begin() + axis + 1, data.shape.end());
+  Constant result = empty(shape, data.elementType);
+  int64_t outer = product(data.shape, 0, axis);
+  int64_t inner = product(data.shape, axis + 1, data.shape.size());
+  int64_t to = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t index : indices.ints) {
+      if (index < -extent || index >= extent)
+        return std::nullopt; // the run-time check reports it
+      if (index < 0)
+        index += extent;
+      for (int64_t i = 0; i < inner; ++i)
+        copyElement(data, (o * extent + index) * inner + i, result, to++);
+    }
+  return result;
+}
+
+std::optional<Constant> evaluateSlice(const Constant &input,
+                                      const Constant &starts,
+                                      const Constant &ends,
+                                      const Constant &steps,
+                                      ArrayRef<int64_t> axes) {
+  int64_t rank = input.shape.size();
+  SmallVector<int64_t> first(rank, 0), step(rank, 1), shape(input.shape);
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    int64_t size = input.shape[axis];
+    int64_t s = steps.ints[i];
+    if (s == 0)
+      return std::nullopt;
+    // ONNX's clamping: negative indices count from the end; starts clamp to
+    // [0, size] ([0, size - 1] going backwards), ends to [-1, size].
+    auto normalize = [&](int64_t index, int64_t low, int64_t high) {
+      if (index < 0)
+        index += size;
+      return std::clamp(index, low, high);
+    };
+    int64_t begin = s > 0 ? normalize(starts.ints[i], 0, size)
+                          : normalize(starts.ints[i], 0, size - 1);
+    int64_t end = s > 0 ? normalize(ends.ints[i], 0, size)
+                        : normalize(ends.ints[i], -1, size - 1);
+    int64_t count = s > 0 ? (end - begin + s - 1) / s : (begin - end - s - 1) / -s;
+    first[axis] = begin;
+    step[axis] = s;
+    shape[axis] = std::max<int64_t>(count, 0);
+  }
+  Constant result = empty(shape, input.elementType);
+  SmallVector<int64_t> strides(rank, 1);
+  for (int64_t dim = rank - 2; dim >= 0; --dim)
+    strides[dim] = strides[dim + 1] * input.shape[dim + 1];
+  SmallVector<int64_t> index(rank, 0);
+  for (int64_t flat = 0; flat < result.size(); ++flat) {
+    int64_t from = 0;
+    for (int64_t dim = 0; dim < rank; ++dim)
+      from += (first[dim] + index[dim] * step[dim]) * strides[dim];
+    copyElement(input, from, result, flat);
+    for (int64_t dim = rank - 1; dim >= 0; --dim) {
+      if (++index[dim] < shape[dim])
+        break;
+      index[dim] = 0;
+    }
+  }
+  return result;
+}
+
+std::optional<Constant> evaluateExpand(const Constant &input,
+                                       const Constant &requested,
+                                       int64_t maxElements) {
+  // Expand is a broadcast of the input against the requested shape.
+  SmallVector<int64_t> shape;
+  if (llvm::any_of(requested.ints, [](int64_t s) { return s < 0; }) ||
+      !OpTrait::util::getBroadcastedShape(input.shape, requested.ints, shape) ||
+      ShapedType::getNumElements(shape) > maxElements)
+    return std::nullopt;
+  Constant result = empty(shape, input.elementType);
+  forEachBroadcast(shape, {&input}, [&](int64_t i, ArrayRef<int64_t> at) {
+    copyElement(input, at[0], result, i);
+  });
+  return result;
+}
+
+std::optional<Constant> evaluateRange(ArrayRef<Constant> operands,
+                                      Type elementType, int64_t maxElements) {
+  double start = operands[0].asDouble(0), limit = operands[1].asDouble(0),
+         delta = operands[2].asDouble(0);
+  double length = std::ceil((limit - start) / delta);
+  if (delta == 0 || !(length <= static_cast<double>(maxElements)))
+    return std::nullopt;
+  int64_t count = std::max<int64_t>(static_cast<int64_t>(length), 0);
+  Constant result = empty({count}, elementType);
+  for (int64_t i = 0; i < count; ++i) {
+    if (result.isFloat())
+      result.floats[i] = start + i * delta;
+    else
+      result.ints[i] = operands[0].ints[0] + i * operands[2].ints[0];
+  }
+  return result;
+}
+
+/// The value of `op` computed from its constant `operands`, or nullopt when
+/// the op is not one this pass evaluates or its run-time check would fail.
+/// Ops whose result can be far larger than their operands (broadcasts,
+/// expand, range) give up above `maxElements` before allocating it.
+std::optional<Constant> evaluate(Operation *op, ArrayRef<Constant> operands,
+                                 int64_t maxElements) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Type elementType = resultType.getElementType();
+  if (std::optional<ScalarFns> fns = scalarFunctions(op))
+    return elementwise(operands, elementType, fns->onFloats, fns->onInts,
+                       maxElements);
+  using R = std::optional<Constant>;
+  return llvm::TypeSwitch<Operation *, R>(op)
+      .Case([&](WhereOp) {
+        return evaluateWhere(operands, elementType, maxElements);
+      })
+      .Case([&](CastOp) { return evaluateCast(operands[0], elementType); })
+      .Case([&](ReshapeOp) -> R {
+        auto shape = reshapeShape(operands[0].shape, operands[1].ints);
+        return shape ? R(withShape(operands[0], *shape)) : std::nullopt;
+      })
+      .Case<SqueezeOp, UnsqueezeOp>([&](Operation *) -> R {
+        // The elements stay in order; the static result type says where the
+        // size-1 dims are (a squeezed dim of a constant is static).
+        if (!resultType.hasStaticShape())
+          return std::nullopt;
+        return withShape(operands[0], resultType.getShape());
+      })
+      .Case([&](TransposeOp transpose) {
+        return R(evaluateTranspose(operands[0], transpose.getPermutation()));
+      })
+      .Case([&](ConcatOp concat) {
+        return evaluateConcat(operands, concat.getAxis());
+      })
+      .Case([&](GatherOp gather) {
+        return evaluateGather(operands[0], operands[1], gather.getAxis());
+      })
+      .Case([&](SliceOp slice) {
+        return evaluateSlice(operands[0], operands[1], operands[2], operands[3],
+                             slice.getAxes());
+      })
+      .Case([&](ExpandOp) {
+        return evaluateExpand(operands[0], operands[1], maxElements);
+      })
+      .Case([&](RangeOp) {
+        return evaluateRange(operands, elementType, maxElements);
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct FoldConstantsPass
+    : public impl::KilnFoldConstantsBase<FoldConstantsPass> {
+  using KilnFoldConstantsBase::KilnFoldConstantsBase;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation().walk([&](Operation *op) {
+      if (isa<KilnDialect>(op->getDialect()) && !isa<ConstantOp>(op) &&
+          op->getNumResults() == 1)
+        ops.push_back(op);
+    });
+    for (Operation *op : ops)
+      if (!foldShapeQuery(op))
+        foldConstantOperands(op);
+    // What folding left without users (the shape_of feeding a folded
+    // gather, operands of folded ops) goes too, last user first.
+    SmallVector<Operation *> all;
+    getOperation().walk([&](Operation *op) {
+      if (op != getOperation())
+        all.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(all))
+      if (isOpTriviallyDead(op))
+        op->erase();
+  }
+
+  /// gather(shape_of(x), i) for a constant scalar i becomes dim(x, i), which
+  /// is a constant when that dim of x is static.
+  bool foldShapeQuery(Operation *op) {
+    auto gather = dyn_cast<GatherOp>(op);
+    auto shape = gather ? gather.getData().getDefiningOp<ShapeOfOp>() : nullptr;
+    std::optional<Constant> index =
+        shape ? readConstant(gather.getIndices()) : std::nullopt;
+    if (!index || !index->shape.empty())
+      return false;
+    Value input = shape.getInput();
+    int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+    int64_t dim = index->ints[0] < 0 ? index->ints[0] + rank : index->ints[0];
+    if (dim < 0 || dim >= rank)
+      return false;
+    OpBuilder builder(op);
+    auto dimOp = builder.create<DimOp>(op->getLoc(), gather.getType(), input,
+                                       builder.getI64IntegerAttr(dim));
+    op->getResult(0).replaceAllUsesWith(dimOp);
+    op->erase();
+    foldConstantOperands(dimOp);
+    return true;
+  }
+
+  void foldConstantOperands(Operation *op) {
+    auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!resultType)
+      return;
+    OpBuilder builder(op);
+    // Shape queries of static shapes need no constant operands.
+    SmallVector<OpFoldResult> folded;
+    if (isa<ShapeOfOp, DimOp, SizeOp>(op) &&
+        succeeded(op->fold(folded)) && folded.size() == 1)
+      if (auto value = dyn_cast_if_present<DenseElementsAttr>(
+              dyn_cast_if_present<Attribute>(folded.front()))) {
+        replace(op, builder, value);
+        return;
+      }
+    SmallVector<Constant> operands;
+    for (Value operand : op->getOperands()) {
+      std::optional<Constant> constant = readConstant(operand);
+      if (!constant)
+        return;
+      operands.push_back(std::move(*constant));
+    }
+    if (operands.empty())
+      return;
+    std::optional<Constant> result = evaluate(op, operands, maxElements);
+    if (!result || result->size() > maxElements ||
+        failed(verifyCompatibleShape(result->shape, resultType.getShape())))
+      return;
+    replace(op, builder, toAttribute(*result));
+  }
+
+  /// Replaces `op` with a constant `value`, cast to the op's result type when
+  /// that is less static.
+  void replace(Operation *op, OpBuilder &builder, DenseElementsAttr value) {
+    Value constant =
+        builder.create<ConstantOp>(op->getLoc(), value.getType(), value);
+    if (constant.getType() != op->getResult(0).getType())
+      constant = builder.create<tensor::CastOp>(
+          op->getLoc(), op->getResult(0).getType(), constant);
+    op->getResult(0).replaceAllUsesWith(constant);
+    op->erase();
+  }
+};
+
+} // namespace
+} // namespace kiln

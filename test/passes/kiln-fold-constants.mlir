@@ -1,0 +1,127 @@
+// RUN: kiln-opt %s --split-input-file --kiln-fold-constants --canonicalize | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-fold-constants=max-elements=4 --canonicalize | FileCheck %s --check-prefix=BOUND
+
+// Tests that an export's shape subgraph folds: the static dim of shape_of
+// becomes a constant, which then flows through unsqueeze and concat into the
+// reshape's shape; the dynamic dims become kiln.dim.
+
+// CHECK-LABEL: func.func @shape_subgraph
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x?x64xf32>)
+//       CHECK: %[[SHAPE:.+]] = kiln.constant dense<[-1, 64]> : tensor<2xi64>
+//  CHECK-NEXT: %[[R:.+]] = kiln.reshape %[[X]], %[[SHAPE]]
+//  CHECK-NEXT: %[[B:.+]] = kiln.dim %[[X]] {index = 0 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+//  CHECK-NEXT: return %[[R]], %[[B]]
+func.func @shape_subgraph(%x: tensor<?x?x64xf32>) -> (tensor<?x64xf32>, tensor<i64>) {
+  %s = kiln.shape_of %x : tensor<?x?x64xf32> -> tensor<3xi64>
+  %c2 = kiln.constant dense<2> : tensor<i64>
+  %d = kiln.gather %s[%c2] {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  %u = kiln.unsqueeze %d {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %shape = kiln.concat %m1, %u {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %r = kiln.reshape %x, %shape : (tensor<?x?x64xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  %c0 = kiln.constant dense<0> : tensor<i64>
+  %b = kiln.gather %s[%c0] {axis = 0 : i64} : (tensor<3xi64>, tensor<i64>) -> tensor<i64>
+  return %r, %b : tensor<?x64xf32>, tensor<i64>
+}
+
+// -----
+
+// Tests elementwise folding with broadcasting, integer and float, a compare
+// and a where, and a cast; f32 arithmetic rounds as f32 does.
+
+// CHECK-LABEL: func.func @elementwise
+//   CHECK-DAG: kiln.constant dense<[11, 22, 33]> : tensor<3xi64>
+//   CHECK-DAG: kiln.constant dense<[1.000000e+00, 0.333333343]> : tensor<2xf32>
+//   CHECK-DAG: kiln.constant dense<[true, false, true]> : tensor<3xi1>
+//   CHECK-DAG: kiln.constant dense<[-5, 7, 0]> : tensor<3xi32>
+//   CHECK-NOT: kiln.add
+//   CHECK-NOT: kiln.div
+//   CHECK-NOT: kiln.where
+func.func @elementwise() -> (tensor<3xi64>, tensor<2xf32>, tensor<3xi1>, tensor<3xi32>) {
+  %a = kiln.constant dense<[1, 2, 3]> : tensor<3xi64>
+  %ten = kiln.constant dense<10> : tensor<i64>
+  %m = kiln.mul %a, %ten : (tensor<3xi64>, tensor<i64>) -> tensor<3xi64>
+  %s = kiln.add %m, %a : (tensor<3xi64>, tensor<3xi64>) -> tensor<3xi64>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %d = kiln.constant dense<[1.0, 3.0]> : tensor<2xf32>
+  %q = kiln.div %one, %d : (tensor<f32>, tensor<2xf32>) -> tensor<2xf32>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %c = kiln.compare ne, %a, %two : (tensor<3xi64>, tensor<i64>) -> tensor<3xi1>
+  %f = kiln.constant dense<[-5.7, -2.9, 0.5]> : tensor<3xf32>
+  %seven = kiln.constant dense<7.0> : tensor<f32>
+  %w = kiln.where %c, %f, %seven : (tensor<3xi1>, tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  %i = kiln.cast %w : tensor<3xf32> to tensor<3xi32>
+  return %s, %q, %c, %i : tensor<3xi64>, tensor<2xf32>, tensor<3xi1>, tensor<3xi32>
+}
+
+// -----
+
+// Tests data movement on constants: transpose, gather with a negative index,
+// a slice with a negative step, expand, and a range whose dynamic result
+// type is kept through a tensor.cast.
+
+// CHECK-LABEL: func.func @data_movement
+//   CHECK-DAG: kiln.constant dense<{{\[}}[1, 4], [2, 5], [3, 6]]> : tensor<3x2xi64>
+//   CHECK-DAG: kiln.constant dense<{{\[}}[3, 1], [6, 4]]> : tensor<2x2xi64>
+//   CHECK-DAG: kiln.constant dense<{{\[}}[3, 2, 1], [6, 5, 4]]> : tensor<2x3xi64>
+//   CHECK-DAG: kiln.constant dense<{{\[}}[7, 8], [7, 8]]> : tensor<2x2xi64>
+//   CHECK-DAG: %[[RANGE:.+]] = kiln.constant dense<[0, 2, 4]> : tensor<3xi64>
+//       CHECK: tensor.cast %[[RANGE]] : tensor<3xi64> to tensor<?xi64>
+//   CHECK-NOT: kiln.transpose
+//   CHECK-NOT: kiln.gather
+//   CHECK-NOT: kiln.slice
+//   CHECK-NOT: kiln.expand
+//   CHECK-NOT: kiln.range
+func.func @data_movement() -> (tensor<3x2xi64>, tensor<2x2xi64>, tensor<2x3xi64>, tensor<2x2xi64>, tensor<?xi64>) {
+  %m = kiln.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %t = kiln.transpose %m {permutation = array<i64: 1, 0>} : (tensor<2x3xi64>) -> tensor<3x2xi64>
+  %idx = kiln.constant dense<[-1, 0]> : tensor<2xi64>
+  %g = kiln.gather %m[%idx] {axis = 1 : i64} : (tensor<2x3xi64>, tensor<2xi64>) -> tensor<2x2xi64>
+  %start = kiln.constant dense<-1> : tensor<1xi64>
+  %end = kiln.constant dense<-10> : tensor<1xi64>
+  %step = kiln.constant dense<-1> : tensor<1xi64>
+  %s = kiln.slice %m[%start : %end : %step] {axes = array<i64: 1>} : (tensor<2x3xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x3xi64>
+  %row = kiln.constant dense<[[7, 8]]> : tensor<1x2xi64>
+  %shape = kiln.constant dense<[2, 1]> : tensor<2xi64>
+  %e = kiln.expand %row, %shape : (tensor<1x2xi64>, tensor<2xi64>) -> tensor<2x2xi64>
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %five = kiln.constant dense<5> : tensor<i64>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %r = kiln.range %zero, %five, %two : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  return %t, %g, %s, %e, %r : tensor<3x2xi64>, tensor<2x2xi64>, tensor<2x3xi64>, tensor<2x2xi64>, tensor<?xi64>
+}
+
+// -----
+
+// Tests what must not fold: an integer division by zero and a gather index
+// out of range (both are run-time errors that name the op), and an op with a
+// non-constant operand.
+
+// CHECK-LABEL: func.func @left_for_run_time
+//       CHECK: kiln.div
+//       CHECK: kiln.gather
+//       CHECK: kiln.add
+func.func @left_for_run_time(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<1xi64>, tensor<2xi64>) {
+  %a = kiln.constant dense<[4, 6]> : tensor<2xi64>
+  %z = kiln.constant dense<[2, 0]> : tensor<2xi64>
+  %d = kiln.div %a, %z : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %i = kiln.constant dense<[2]> : tensor<1xi64>
+  %g = kiln.gather %a[%i] {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %s = kiln.add %a, %x : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  return %d, %g, %s : tensor<2xi64>, tensor<1xi64>, tensor<2xi64>
+}
+
+// -----
+
+// Tests the size bound: a result of 6 elements folds by default but not with
+// max-elements=4.
+
+// CHECK-LABEL: func.func @bound
+//   CHECK-NOT: kiln.add
+// BOUND-LABEL: func.func @bound
+//       BOUND: kiln.add
+func.func @bound() -> tensor<2x3xi64> {
+  %m = kiln.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %s = kiln.add %m, %m : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
+  return %s : tensor<2x3xi64>
+}
