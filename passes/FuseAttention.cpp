@@ -3,6 +3,8 @@
 // Recognizes softmax(where(keep, Q·Kᵀ * scale, fill) + bias) · V, with each
 // of the where, the bias add and the scale optional, and replaces it with one
 // kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
+// Grouped-query attention's repeat_kv of K and V is then absorbed into the
+// op, which maps query heads to key/value heads itself.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PatternUtils.h"
@@ -175,11 +177,69 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
   }
 };
 
+/// The key/value heads [B, Hkv, T, D] and the group size r when `repeated`
+/// is them with every head repeated r times in place, as exporters write
+/// grouped-query attention's repeat_kv:
+///   reshape(expand(unsqueeze(kv, [2]), [B, Hkv, r, T, D]), [B, Hkv·r, T, D])
+/// Each shape entry must be provably the right size (ShapeElement); an
+/// expand entry of 1 keeps the input's size, as does a reshape entry of 0 at
+/// the batch position.
+std::optional<std::pair<Value, int64_t>> matchRepeatedHeads(Value repeated) {
+  auto reshape = repeated.getDefiningOp<ReshapeOp>();
+  auto expand = reshape ? reshape.getInput().getDefiningOp<ExpandOp>() : nullptr;
+  auto unsqueeze =
+      expand ? expand.getInput().getDefiningOp<UnsqueezeOp>() : nullptr;
+  if (!unsqueeze || !llvm::equal(unsqueeze.getAxes(), ArrayRef<int64_t>{2}))
+    return std::nullopt;
+  Value kv = unsqueeze.getInput();
+  int64_t kvHeads = cast<RankedTensorType>(kv.getType()).getDimSize(1);
+  std::optional<SmallVector<ShapeElement>> expanded =
+      shapeElements(expand.getShape());
+  std::optional<SmallVector<ShapeElement>> merged =
+      shapeElements(reshape.getShape());
+  if (ShapedType::isDynamic(kvHeads) || !expanded || expanded->size() != 5 ||
+      !merged || merged->size() != 4)
+    return std::nullopt;
+  auto keeps = [&](const ShapeElement &entry, int64_t dim) {
+    return entry.isConstant(1) || entry.isDimOf(kv, dim);
+  };
+  std::optional<int64_t> group = (*expanded)[2].constant;
+  if (!group || *group < 1 || !keeps((*expanded)[0], 0) ||
+      !keeps((*expanded)[1], 1) || !keeps((*expanded)[3], 2) ||
+      !keeps((*expanded)[4], 3))
+    return std::nullopt;
+  if (!((*merged)[0].isConstant(0) || (*merged)[0].isDimOf(kv, 0)) ||
+      !(*merged)[1].isConstant(kvHeads * *group) ||
+      !(*merged)[2].isDimOf(kv, 2) || !(*merged)[3].isDimOf(kv, 3))
+    return std::nullopt;
+  return std::make_pair(kv, *group);
+}
+
+/// attention(q, repeat_kv(k), repeat_kv(v)) → attention(q, k, v): the kernel
+/// maps query head h to key/value head h / r itself, so the repeated copies
+/// of K and V need not exist.
+struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp attention,
+                                PatternRewriter &rewriter) const override {
+    auto key = matchRepeatedHeads(attention.getKey());
+    auto value = matchRepeatedHeads(attention.getValue());
+    if (!key || !value || key->second != value->second)
+      return rewriter.notifyMatchFailure(attention, "K and V not repeated alike");
+    rewriter.replaceOpWithNewOp<AttentionOp>(
+        attention, attention.getType(), attention.getQuery(), key->first,
+        value->first, attention.getKeep(), attention.getBias(),
+        attention.getScaleAttr(), attention.getMaskedValueAttr());
+    return success();
+  }
+};
+
 struct FuseAttentionPass
     : public impl::KilnFuseAttentionBase<FuseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseAttentionPattern>(&getContext());
+    patterns.add<FuseAttentionPattern, AbsorbRepeatedHeads>(&getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

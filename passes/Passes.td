@@ -81,6 +81,12 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     with one `kiln.attention`, which the CPU backend runs as a
     streaming-softmax kernel that never materializes the scores.
 
+    Grouped-query attention reaches this form with K and V repeated per
+    query head (`repeat_kv`: unsqueeze, expand by the group size, reshape).
+    When both are provably such repeats of [B, Hkv, T, D] tensors by the same
+    group size, the attention reads the un-repeated K and V instead and maps
+    query head h to key/value head h / group itself.
+
     It does not fire when an intermediate has another user (the scores, the
     probabilities, ...), when a mask would broadcast the scores to a larger
     shape, when batch or head dims would broadcast between Q, K and V, when

@@ -35,6 +35,25 @@ inline bool sameType(mlir::Value value, mlir::Value like) {
   return value.getType() == like.getType();
 }
 
+/// One entry of a 1-D shape tensor as known at compile time: a constant, or
+/// dim `index` of `tensor` (a size, so never negative).
+struct ShapeElement {
+  std::optional<int64_t> constant;
+  mlir::Value tensor;
+  int64_t index = 0;
+
+  /// Whether the entry is dim `dim` of `value`: that very dim, or a constant
+  /// equal to its static size.
+  bool isDimOf(mlir::Value value, int64_t dim) const;
+  bool isConstant(int64_t value) const { return constant == value; }
+};
+
+/// The entries of the 1-D i64 tensor `shape` when each is known: shape
+/// subgraphs as exporters write them after kiln-fold-constants (concat of
+/// unsqueezed kiln.dim values and constants, and ONNX Expand's
+/// where(shape == -1, 1, shape)).
+std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value shape);
+
 } // namespace kiln
 
 #endif // KILN_PASSES_PATTERNUTILS_H

@@ -167,3 +167,132 @@ func.func @softmax_over_queries(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf3
   %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
   return %o : tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// Tests that grouped-query attention's repeat_kv of K and V (Llama's export
+// after kiln-fold-constants: unsqueeze, expand to [B, 2, 2, T, 16] through
+// ONNX Expand's where(shape == -1, 1, shape), reshape to [B, 4, T, 16]) is
+// absorbed: the attention reads the 2 key/value heads.
+
+// CHECK-LABEL: func.func @grouped_query
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x2x?x16xf32>, %[[V:.+]]: tensor<?x2x?x16xf32>)
+//       CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f32}
+//  CHECK-SAME: (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+//   CHECK-NOT: kiln.expand
+func.func @grouped_query(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<5xi64>
+  %ones = kiln.constant dense<1> : tensor<5xi64>
+  %kb = kiln.dim %k {index = 0 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %klen = kiln.dim %k {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %kbu = kiln.unsqueeze %kb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ktu = kiln.unsqueeze %klen {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ks5 = kiln.concat %kbu, %c2, %c2, %ktu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %kneg = kiln.compare eq, %ks5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %ks5b = kiln.where %kneg, %ones, %ks5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %ku = kiln.unsqueeze %k {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ke = kiln.expand %ku, %ks5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %ks4 = kiln.concat %kbu, %c4, %ktu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kr = kiln.reshape %ke, %ks4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %vb = kiln.dim %v {index = 0 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vt = kiln.dim %v {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vbu = kiln.unsqueeze %vb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vtu = kiln.unsqueeze %vt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vs5 = kiln.concat %vbu, %c2, %c2, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vneg = kiln.compare eq, %vs5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %vs5b = kiln.where %vneg, %ones, %vs5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %vu = kiln.unsqueeze %v {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ve = kiln.expand %vu, %vs5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %vs4 = kiln.concat %vbu, %c4, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %vr = kiln.reshape %ve, %vs4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that the repeats stay when the expanded batch size is not provably
+// K's and V's own (here it is the query's batch, which may differ at run time
+// only if the graph is wrong, but nothing here proves it equal).
+
+// CHECK-LABEL: func.func @repeat_of_unknown_batch
+//       CHECK: kiln.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f32}
+//  CHECK-SAME: (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+func.func @repeat_of_unknown_batch(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<5xi64>
+  %ones = kiln.constant dense<1> : tensor<5xi64>
+  %kb = kiln.dim %q {index = 0 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %klen = kiln.dim %k {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %kbu = kiln.unsqueeze %kb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ktu = kiln.unsqueeze %klen {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ks5 = kiln.concat %kbu, %c2, %c2, %ktu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %kneg = kiln.compare eq, %ks5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %ks5b = kiln.where %kneg, %ones, %ks5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %ku = kiln.unsqueeze %k {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ke = kiln.expand %ku, %ks5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %ks4 = kiln.concat %kbu, %c4, %ktu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kr = kiln.reshape %ke, %ks4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %vb = kiln.dim %v {index = 0 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vt = kiln.dim %v {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vbu = kiln.unsqueeze %vb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vtu = kiln.unsqueeze %vt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vs5 = kiln.concat %vbu, %c2, %c2, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vneg = kiln.compare eq, %vs5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %vs5b = kiln.where %vneg, %ones, %vs5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %vu = kiln.unsqueeze %v {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ve = kiln.expand %vu, %vs5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %vs4 = kiln.concat %vbu, %c4, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %vr = kiln.reshape %ve, %vs4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that only V being repeated is not absorbed: K and V must have the
+// same heads.
+
+// CHECK-LABEL: func.func @only_value_repeated
+//       CHECK: kiln.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f32}
+//  CHECK-SAME: (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+func.func @only_value_repeated(%q: tensor<?x4x?x16xf32>, %kr: tensor<?x4x?x16xf32>, %v: tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<5xi64>
+  %ones = kiln.constant dense<1> : tensor<5xi64>
+  %vb = kiln.dim %v {index = 0 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vt = kiln.dim %v {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vbu = kiln.unsqueeze %vb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vtu = kiln.unsqueeze %vt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vs5 = kiln.concat %vbu, %c2, %c2, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vneg = kiln.compare eq, %vs5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %vs5b = kiln.where %vneg, %ones, %vs5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %vu = kiln.unsqueeze %v {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ve = kiln.expand %vu, %vs5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %vs4 = kiln.concat %vbu, %c4, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %vr = kiln.reshape %ve, %vs4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
