@@ -278,7 +278,8 @@ std::optional<ScalarFns> scalarFunctions(Operation *op) {
                          unaryInt([](int64_t x) { return x < 0 ? -x : x; })};
       })
       .Case([](ReluOp) {
-        return ScalarFns{unaryFloat([](double x) { return x > 0 ? x : 0.0; }),
+        // max(x, 0) keeps NaN, as arith.maximumf does.
+        return ScalarFns{unaryFloat([](double x) { return std::isnan(x) || x > 0 ? x : 0.0; }),
                          unaryInt([](int64_t x) { return x > 0 ? x : 0; })};
       })
       .Case([](ExpOp) { return ScalarFns{unaryFloat([](double x) { return std::exp(x); }), nullptr}; })
@@ -323,10 +324,12 @@ std::optional<ScalarFns> scalarFunctions(Operation *op) {
                          [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
                            if (x[1] < 0)
                              return std::nullopt;
-                           int64_t result = 1;
-                           for (int64_t i = 0; i < x[1]; ++i)
-                             result *= x[0];
-                           return result;
+                           // By squaring, wrapping as the run-time product does.
+                           uint64_t result = 1, base = x[0];
+                           for (uint64_t e = x[1]; e; e >>= 1, base *= base)
+                             if (e & 1)
+                               result *= base;
+                           return static_cast<int64_t>(result);
                          }};
       })
       .Case([](MaxOp) {
@@ -385,10 +388,11 @@ std::optional<Constant> evaluateCast(const Constant &input, Type to) {
     } else if (result.isFloat()) {
       result.floats[i] = input.asDouble(i);
     } else if (input.isFloat()) {
-      // Truncation toward zero; out of the i64 range (or NaN) the
+      // Truncation toward zero; out of the target's range (or NaN) the
       // conversion's result is undefined, so it is left to run time.
       double value = std::trunc(input.floats[i]);
-      if (!(std::fabs(value) < 9.2e18))
+      double limit = std::ldexp(1.0, to.getIntOrFloatBitWidth() - 1);
+      if (!(value >= -limit && value < limit))
         return std::nullopt;
       result.ints[i] = static_cast<int64_t>(value);
     } else {

@@ -94,21 +94,41 @@ func.func @data_movement() -> (tensor<3x2xi64>, tensor<2x2xi64>, tensor<2x3xi64>
 // -----
 
 // Tests what must not fold: an integer division by zero and a gather index
-// out of range (both are run-time errors that name the op), and an op with a
-// non-constant operand.
+// out of range (both are run-time errors that name the op), a float to i32
+// cast out of i32's range (undefined), and an op with a non-constant operand.
 
 // CHECK-LABEL: func.func @left_for_run_time
 //       CHECK: kiln.div
 //       CHECK: kiln.gather
+//       CHECK: kiln.cast
 //       CHECK: kiln.add
-func.func @left_for_run_time(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<1xi64>, tensor<2xi64>) {
+func.func @left_for_run_time(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<1xi64>, tensor<1xi32>, tensor<2xi64>) {
   %a = kiln.constant dense<[4, 6]> : tensor<2xi64>
   %z = kiln.constant dense<[2, 0]> : tensor<2xi64>
   %d = kiln.div %a, %z : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
   %i = kiln.constant dense<[2]> : tensor<1xi64>
   %g = kiln.gather %a[%i] {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %big = kiln.constant dense<[3.0e9]> : tensor<1xf32>
+  %c = kiln.cast %big : tensor<1xf32> to tensor<1xi32>
   %s = kiln.add %a, %x : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
-  return %d, %g, %s : tensor<2xi64>, tensor<1xi64>, tensor<2xi64>
+  return %d, %g, %c, %s : tensor<2xi64>, tensor<1xi64>, tensor<1xi32>, tensor<2xi64>
+}
+
+// -----
+
+// Tests integer powers (by squaring, so a large exponent is no slower) and
+// that relu keeps NaN, as the lowered max does.
+
+// CHECK-LABEL: func.func @powers_and_nan
+//   CHECK-DAG: kiln.constant dense<[1, 3, 59049, 0]> : tensor<4xi64>
+//   CHECK-DAG: kiln.constant dense<[0x7FC00000, 0.000000e+00, 2.000000e+00]> : tensor<3xf32>
+func.func @powers_and_nan() -> (tensor<4xi64>, tensor<3xf32>) {
+  %b = kiln.constant dense<[3, 3, 3, 0]> : tensor<4xi64>
+  %e = kiln.constant dense<[0, 1, 10, 4000000000000]> : tensor<4xi64>
+  %p = kiln.pow %b, %e : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %x = kiln.constant dense<[0x7FC00000, -1.0, 2.0]> : tensor<3xf32>
+  %r = kiln.relu %x : tensor<3xf32>
+  return %p, %r : tensor<4xi64>, tensor<3xf32>
 }
 
 // -----
