@@ -311,10 +311,16 @@ std::optional<ScalarFns> scalarFunctions(Operation *op) {
                          binaryInt([](int64_t x, int64_t y) { return x * y; })};
       })
       .Case([](DivOp) {
-        // Integer division truncates; by zero it is a run-time error.
+        // Integer division truncates. By zero it is a run-time error, and
+        // the most negative value of a width over -1 overflows (the machine
+        // traps): both are left to run time.
         return ScalarFns{binaryFloat([](double x, double y) { return x / y; }),
                          [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
-                           if (x[1] == 0)
+                           bool mostNegative = llvm::is_contained(
+                               std::initializer_list<int64_t>{
+                                   INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN},
+                               x[0]);
+                           if (x[1] == 0 || (x[1] == -1 && mostNegative))
                              return std::nullopt;
                            return x[0] / x[1];
                          }};
@@ -386,6 +392,9 @@ std::optional<Constant> evaluateCast(const Constant &input, Type to) {
     if (to.isInteger(1)) {
       result.ints[i] = input.asDouble(i) != 0;
     } else if (result.isFloat()) {
+      // Through a double, an integer beyond 2^53 would be rounded twice.
+      if (!input.isFloat() && std::abs(input.ints[i]) > (int64_t(1) << 53))
+        return std::nullopt;
       result.floats[i] = input.asDouble(i);
     } else if (input.isFloat()) {
       // Truncation toward zero; out of the target's range (or NaN) the
@@ -475,7 +484,7 @@ Constant evaluateTranspose(const Constant &input, ArrayRef<int64_t> perm) {
   return result;
 }
 
-std::optional<Constant> evaluateConcat(ArrayRef<Constant> inputs, int64_t axis) {
+Constant evaluateConcat(ArrayRef<Constant> inputs, int64_t axis) {
   SmallVector<int64_t> shape = inputs.front().shape;
   shape[axis] = 0;
   for (const Constant &input : inputs)
@@ -493,11 +502,14 @@ std::optional<Constant> evaluateConcat(ArrayRef<Constant> inputs, int64_t axis) 
 }
 
 std::optional<Constant> evaluateGather(const Constant &data,
-                                       const Constant &indices, int64_t axis) {
+                                       const Constant &indices, int64_t axis,
+                                       int64_t maxElements) {
   int64_t extent = data.shape[axis];
   SmallVector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
   llvm::append_range(shape, indices.shape);
   shape.append(data.shape.begin() + axis + 1, data.shape.end());
+  if (ShapedType::getNumElements(shape) > maxElements)
+    return std::nullopt;
   Constant result = empty(shape, data.elementType);
   int64_t outer = product(data.shape, 0, axis);
   int64_t inner = product(data.shape, axis + 1, data.shape.size());
@@ -577,20 +589,58 @@ std::optional<Constant> evaluateExpand(const Constant &input,
   return result;
 }
 
+/// `value` rounded to the float type `type`.
+APFloat toFloatType(double value, Type type) {
+  APFloat result(value);
+  bool losesInfo;
+  result.convert(cast<FloatType>(type).getFloatSemantics(),
+                 APFloat::rmNearestTiesToEven, &losesInfo);
+  return result;
+}
+
+double toDouble(APFloat value) {
+  bool losesInfo;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                &losesInfo);
+  return value.convertToDouble();
+}
+
+/// range(start, limit, delta) as the lowering computes it: for floats the
+/// count is ceil((limit - start) / delta) and each element start + i·delta,
+/// every step rounded to the element type; for integers, exact.
 std::optional<Constant> evaluateRange(ArrayRef<Constant> operands,
                                       Type elementType, int64_t maxElements) {
-  double start = operands[0].asDouble(0), limit = operands[1].asDouble(0),
-         delta = operands[2].asDouble(0);
-  double length = std::ceil((limit - start) / delta);
-  if (delta == 0 || !(length <= static_cast<double>(maxElements)))
+  constexpr auto nearest = APFloat::rmNearestTiesToEven;
+  if (!isa<FloatType>(elementType)) {
+    int64_t start = operands[0].ints[0], limit = operands[1].ints[0],
+            delta = operands[2].ints[0];
+    if (delta == 0) // a run-time error
+      return std::nullopt;
+    int64_t count = std::max<int64_t>(
+        llvm::divideCeilSigned(limit - start, delta), 0);
+    if (count > maxElements)
+      return std::nullopt;
+    Constant result = empty({count}, elementType);
+    for (int64_t i = 0; i < count; ++i)
+      result.ints[i] = start + i * delta;
+    return result;
+  }
+  APFloat start = toFloatType(operands[0].floats[0], elementType);
+  APFloat delta = toFloatType(operands[2].floats[0], elementType);
+  APFloat steps = toFloatType(operands[1].floats[0], elementType);
+  steps.subtract(start, nearest);
+  steps.divide(delta, nearest);
+  steps.roundToIntegral(APFloat::rmTowardPositive);
+  double length = toDouble(steps);
+  if (!(length <= static_cast<double>(maxElements)))
     return std::nullopt;
   int64_t count = std::max<int64_t>(static_cast<int64_t>(length), 0);
   Constant result = empty({count}, elementType);
   for (int64_t i = 0; i < count; ++i) {
-    if (result.isFloat())
-      result.floats[i] = start + i * delta;
-    else
-      result.ints[i] = operands[0].ints[0] + i * operands[2].ints[0];
+    APFloat element = toFloatType(static_cast<double>(i), elementType);
+    element.multiply(delta, nearest);
+    element.add(start, nearest);
+    result.floats[i] = toDouble(element);
   }
   return result;
 }
@@ -598,7 +648,7 @@ std::optional<Constant> evaluateRange(ArrayRef<Constant> operands,
 /// The value of `op` computed from its constant `operands`, or nullopt when
 /// the op is not one this pass evaluates or its run-time check would fail.
 /// Ops whose result can be far larger than their operands (broadcasts,
-/// expand, range) give up above `maxElements` before allocating it.
+/// expand, gather, range) give up above `maxElements` before allocating it.
 std::optional<Constant> evaluate(Operation *op, ArrayRef<Constant> operands,
                                  int64_t maxElements) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -627,10 +677,11 @@ std::optional<Constant> evaluate(Operation *op, ArrayRef<Constant> operands,
         return R(evaluateTranspose(operands[0], transpose.getPermutation()));
       })
       .Case([&](ConcatOp concat) {
-        return evaluateConcat(operands, concat.getAxis());
+        return R(evaluateConcat(operands, concat.getAxis()));
       })
       .Case([&](GatherOp gather) {
-        return evaluateGather(operands[0], operands[1], gather.getAxis());
+        return evaluateGather(operands[0], operands[1], gather.getAxis(),
+                              maxElements);
       })
       .Case([&](SliceOp slice) {
         return evaluateSlice(operands[0], operands[1], operands[2], operands[3],
@@ -663,16 +714,13 @@ struct FoldConstantsPass
     for (Operation *op : ops)
       if (!foldShapeQuery(op))
         foldConstantOperands(op);
-    // What folding left without users (the shape_of feeding a folded
-    // gather, operands of folded ops) goes too, last user first.
-    SmallVector<Operation *> all;
-    getOperation().walk([&](Operation *op) {
-      if (op != getOperation())
-        all.push_back(op);
-    });
-    for (Operation *op : llvm::reverse(all))
-      if (isOpTriviallyDead(op))
-        op->erase();
+    // The kiln ops that folding left without users (the shape_of feeding a
+    // folded gather, operands of folded ops) go too, last user first. kiln
+    // ops have no regions, so the function's blocks hold them all.
+    for (Block &block : getOperation().getBody())
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (isa<KilnDialect>(op.getDialect()) && isOpTriviallyDead(&op))
+          op.erase();
   }
 
   /// gather(shape_of(x), i) for a constant scalar i becomes dim(x, i), which

@@ -192,7 +192,10 @@ std::optional<std::pair<Value, int64_t>> matchRepeatedHeads(Value repeated) {
   if (!unsqueeze || !llvm::equal(unsqueeze.getAxes(), ArrayRef<int64_t>{2}))
     return std::nullopt;
   Value kv = unsqueeze.getInput();
-  int64_t kvHeads = cast<RankedTensorType>(kv.getType()).getDimSize(1);
+  auto kvType = cast<RankedTensorType>(kv.getType());
+  if (kvType.getRank() != 4)
+    return std::nullopt;
+  int64_t kvHeads = kvType.getDimSize(1);
   std::optional<SmallVector<ShapeElement>> expanded =
       shapeElements(expand.getShape());
   std::optional<SmallVector<ShapeElement>> merged =
@@ -227,6 +230,16 @@ struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
     auto value = matchRepeatedHeads(attention.getValue());
     if (!key || !value || key->second != value->second)
       return rewriter.notifyMatchFailure(attention, "K and V not repeated alike");
+    // The unfused product checks that the query has as many heads as the
+    // repeated K; the fused op checks only that they are a multiple of K's.
+    // A static head count, the query's or the declared result's, keeps the
+    // stricter check.
+    int64_t kvHeads = cast<RankedTensorType>(key->first.getType()).getDimSize(1);
+    int64_t heads = cast<RankedTensorType>(attention.getQuery().getType()).getDimSize(1);
+    if (ShapedType::isDynamic(heads))
+      heads = cast<RankedTensorType>(attention.getType()).getDimSize(1);
+    if (heads != kvHeads * key->second)
+      return rewriter.notifyMatchFailure(attention, "query heads not Hkv·group");
     rewriter.replaceOpWithNewOp<AttentionOp>(
         attention, attention.getType(), attention.getQuery(), key->first,
         value->first, attention.getKeep(), attention.getBias(),

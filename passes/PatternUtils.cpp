@@ -8,7 +8,7 @@ using namespace mlir;
 namespace kiln {
 
 std::optional<double> scalarConstantValue(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
+  auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
   if (!constant)
     return std::nullopt;
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -125,11 +125,11 @@ std::optional<SmallVector<ShapeElement>> shapeElements(Value shape) {
   auto at = [](const SmallVector<ShapeElement> &v, size_t i) {
     return v.size() == 1 ? v[0] : v[i];
   };
+  for (auto *v : {&*x, &*y, &*a, &*b})
+    if (v->size() != 1 && v->size() != length)
+      return std::nullopt;
   SmallVector<ShapeElement> elements;
   for (size_t i = 0; i < length; ++i) {
-    for (auto *v : {&*x, &*y, &*a, &*b})
-      if (v->size() != 1 && v->size() != length)
-        return std::nullopt;
     std::optional<bool> same = equal(at(*x, i), at(*y, i));
     if (!same)
       return std::nullopt;

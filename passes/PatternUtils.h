@@ -9,7 +9,8 @@
 namespace kiln {
 
 /// The value of `value` when it is a kiln.constant splat with one element per
-/// broadcast position: a 0-d tensor or a tensor of all-1 dimensions.
+/// broadcast position: a 0-d tensor or a tensor of all-1 dimensions. Null
+/// values have none.
 std::optional<double> scalarConstantValue(mlir::Value value);
 
 /// Whether `value` is a scalar constant (as above) equal to `expected` within

@@ -263,11 +263,15 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
                        std::min(kernel.directCols, n - j), g.accumulate);
     }
   };
-  if (threadsWorthUsing(pool, static_cast<double>(m) * n * g.k) > 1 &&
-      strips > 1)
-    pool->parallelFor(strips, run);
-  else
+  const int64_t threads = std::min<int64_t>(
+      threadsWorthUsing(pool, static_cast<double>(m) * n * g.k), strips);
+  if (threads <= 1) {
     run(0, strips);
+    return;
+  }
+  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
+    run(begin * strips / threads, end * strips / threads);
+  });
 }
 
 /// [0, length) cut into `parts` ranges of whole `unit`-long strips (the last

@@ -94,24 +94,29 @@ func.func @data_movement() -> (tensor<3x2xi64>, tensor<2x2xi64>, tensor<2x3xi64>
 // -----
 
 // Tests what must not fold: an integer division by zero and a gather index
-// out of range (both are run-time errors that name the op), a float to i32
+// out of range (run-time errors that name the op), the most negative i64
+// over -1 (which traps), a float to i32
 // cast out of i32's range (undefined), and an op with a non-constant operand.
 
 // CHECK-LABEL: func.func @left_for_run_time
 //       CHECK: kiln.div
+//       CHECK: kiln.div
 //       CHECK: kiln.gather
 //       CHECK: kiln.cast
 //       CHECK: kiln.add
-func.func @left_for_run_time(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<1xi64>, tensor<1xi32>, tensor<2xi64>) {
+func.func @left_for_run_time(%x: tensor<2xi64>) -> (tensor<2xi64>, tensor<i64>, tensor<1xi64>, tensor<1xi32>, tensor<2xi64>) {
   %a = kiln.constant dense<[4, 6]> : tensor<2xi64>
   %z = kiln.constant dense<[2, 0]> : tensor<2xi64>
   %d = kiln.div %a, %z : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
+  %min = kiln.constant dense<-9223372036854775808> : tensor<i64>
+  %m1 = kiln.constant dense<-1> : tensor<i64>
+  %overflow = kiln.div %min, %m1 : (tensor<i64>, tensor<i64>) -> tensor<i64>
   %i = kiln.constant dense<[2]> : tensor<1xi64>
   %g = kiln.gather %a[%i] {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>) -> tensor<1xi64>
   %big = kiln.constant dense<[3.0e9]> : tensor<1xf32>
   %c = kiln.cast %big : tensor<1xf32> to tensor<1xi32>
   %s = kiln.add %a, %x : (tensor<2xi64>, tensor<2xi64>) -> tensor<2xi64>
-  return %d, %g, %c, %s : tensor<2xi64>, tensor<1xi64>, tensor<1xi32>, tensor<2xi64>
+  return %d, %overflow, %g, %c, %s : tensor<2xi64>, tensor<i64>, tensor<1xi64>, tensor<1xi32>, tensor<2xi64>
 }
 
 // -----
@@ -144,4 +149,20 @@ func.func @bound() -> tensor<2x3xi64> {
   %m = kiln.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
   %s = kiln.add %m, %m : (tensor<2x3xi64>, tensor<2x3xi64>) -> tensor<2x3xi64>
   return %s : tensor<2x3xi64>
+}
+
+// -----
+
+// Tests that a float range counts its elements in its own type, as the
+// lowered op does: (0.3 - 0) / 0.1 is exactly 3 in f32 (it is 3.0000000000000004
+// in f64), so there are 3 elements, each start + i * delta rounded to f32.
+
+// CHECK-LABEL: func.func @float_range
+//       CHECK: kiln.constant dense<[0.000000e+00, 1.000000e-01, 2.000000e-01]> : tensor<3xf32>
+func.func @float_range() -> tensor<?xf32> {
+  %start = kiln.constant dense<0.0> : tensor<f32>
+  %limit = kiln.constant dense<0.3> : tensor<f32>
+  %delta = kiln.constant dense<0.1> : tensor<f32>
+  %r = kiln.range %start, %limit, %delta : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
+  return %r : tensor<?xf32>
 }

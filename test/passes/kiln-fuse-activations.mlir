@@ -134,3 +134,22 @@ func.func @sigmoid_of_other_value(%x: tensor<172xf32>, %y: tensor<172xf32>) -> t
   %m = kiln.mul %x, %s : (tensor<172xf32>, tensor<172xf32>) -> tensor<172xf32>
   return %m : tensor<172xf32>
 }
+
+// -----
+
+// Tests that an erf of another value scaled by 1/sqrt(2) is not GELU of x
+// (and that matching it does not trip over the product's other operand).
+
+// CHECK-LABEL: func.func @erf_of_other_value
+//   CHECK-NOT: kiln.gelu
+func.func @erf_of_other_value(%x: tensor<256xf32>, %y: tensor<256xf32>) -> tensor<256xf32> {
+  %r = kiln.constant dense<0.707106769> : tensor<f32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %d = kiln.mul %y, %r : (tensor<256xf32>, tensor<f32>) -> tensor<256xf32>
+  %e = kiln.erf %d : tensor<256xf32>
+  %a = kiln.add %one, %e : (tensor<f32>, tensor<256xf32>) -> tensor<256xf32>
+  %m = kiln.mul %x, %a : (tensor<256xf32>, tensor<256xf32>) -> tensor<256xf32>
+  %o = kiln.mul %m, %half : (tensor<256xf32>, tensor<f32>) -> tensor<256xf32>
+  return %o : tensor<256xf32>
+}

@@ -296,3 +296,49 @@ func.func @only_value_repeated(%q: tensor<?x4x?x16xf32>, %kr: tensor<?x4x?x16xf3
   %o = kiln.matmul %p, %vr : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Tests that the repeats stay when neither the query nor the result has a
+// static head count: the unfused product checks that the query has exactly
+// the 4 repeated heads, which the fused op (a multiple of 2) would not.
+
+// CHECK-LABEL: func.func @query_heads_unknown
+//       CHECK: kiln.attention
+//  CHECK-SAME: (tensor<?x?x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x?x?x16xf32>
+func.func @query_heads_unknown(%q: tensor<?x?x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>) -> tensor<?x?x?x16xf32> {
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<5xi64>
+  %ones = kiln.constant dense<1> : tensor<5xi64>
+  %kb = kiln.dim %k {index = 0 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %klen = kiln.dim %k {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %kbu = kiln.unsqueeze %kb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ktu = kiln.unsqueeze %klen {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %ks5 = kiln.concat %kbu, %c2, %c2, %ktu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %kneg = kiln.compare eq, %ks5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %ks5b = kiln.where %kneg, %ones, %ks5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %ku = kiln.unsqueeze %k {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ke = kiln.expand %ku, %ks5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %ks4 = kiln.concat %kbu, %c4, %ktu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kr = kiln.reshape %ke, %ks4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %vb = kiln.dim %v {index = 0 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vt = kiln.dim %v {index = 2 : i64} : tensor<?x2x?x16xf32> -> tensor<i64>
+  %vbu = kiln.unsqueeze %vb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vtu = kiln.unsqueeze %vt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vs5 = kiln.concat %vbu, %c2, %c2, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<5xi64>
+  %vneg = kiln.compare eq, %vs5, %minus1 : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi1>
+  %vs5b = kiln.where %vneg, %ones, %vs5 : (tensor<5xi1>, tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %vu = kiln.unsqueeze %v {axes = array<i64: 2>} : (tensor<?x2x?x16xf32>) -> tensor<?x2x1x?x16xf32>
+  %ve = kiln.expand %vu, %vs5b : (tensor<?x2x1x?x16xf32>, tensor<5xi64>) -> tensor<?x2x?x?x16xf32>
+  %vs4 = kiln.concat %vbu, %c4, %vtu, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %vr = kiln.reshape %ve, %vs4 : (tensor<?x2x?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %kt = kiln.transpose %kr {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x?x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x?x?x?xf32>
+  %c = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c : (tensor<?x?x?x?xf32>, tensor<f32>) -> tensor<?x?x?x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x?x?x?xf32>
+  %o = kiln.matmul %p, %vr : (tensor<?x?x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x?x?x16xf32>
+  return %o : tensor<?x?x?x16xf32>
+}

@@ -157,15 +157,20 @@ int main(int argc, char **argv) {
   kiln::CompileOptions compileOptions;
   compileOptions.cpu = cpu;
   compileOptions.compilerVersion = "kilnc " KILN_VERSION;
-  std::string boundsError;
-  if (!parseDimBounds(compileOptions.dimBounds, boundsError))
-    return failStage("reading the options", boundsError);
+  std::string optionsError;
+  if (!parseDimBounds(compileOptions.dimBounds, optionsError))
+    return failStage("reading the options", optionsError);
   for (const std::string &name : disabledOptimizations)
-    if (!compileOptions.optimizations.disable(name, boundsError))
-      return failStage("reading the options", "--disable: " + boundsError);
+    if (!compileOptions.optimizations.disable(name, optionsError))
+      return failStage("reading the options", "--disable: " + optionsError);
   kiln::PassReport report;
-  if (!reportPath.empty())
+  if (!reportPath.empty()) {
+    if (emitKind == EmitKind::Kiln || emitKind == EmitKind::Summary)
+      return failStage("reading the options",
+                       "--report records the compiler's passes, which "
+                       "--emit=kiln and --emit=summary do not run");
     compileOptions.report = &report;
+  }
   if (emitKind == EmitKind::Artifact && outputPath == "-")
     return failStage("reading the options",
                      "an artifact needs an output file: -o MODEL.kiln");

@@ -169,10 +169,25 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](DivOp div) -> Value {
         if (isa<FloatType>(type))
           return b.create<arith::DivFOp>(loc, args);
-        // Integer division by zero would kill the process (SIGFPE).
+        // Integer division by zero, and of the most negative value by -1,
+        // would kill the process (SIGFPE).
         Value nonZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
                                                 args[1], scalarConstant(b, loc, type, 0));
         lowering::check(b, loc, div, nonZero, "integer division by zero");
+        unsigned width = type.getIntOrFloatBitWidth();
+        Value mostNegative = b.create<arith::ConstantOp>(
+            loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
+        Value overflows = b.create<arith::AndIOp>(
+            loc,
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, args[0],
+                                    mostNegative),
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, args[1],
+                                    scalarConstant(b, loc, type, -1)));
+        Value fits = b.create<arith::XOrIOp>(
+            loc, overflows, b.create<arith::ConstantOp>(loc, b.getBoolAttr(true)));
+        lowering::check(b, loc, div, fits,
+                        "integer division overflows (the most negative value "
+                        "divided by -1)");
         return b.create<arith::DivSIOp>(loc, args);
       })
       .Case([&](PowOp) { return floatOrInt<math::PowFOp, math::IPowIOp>(b, loc, args); })
