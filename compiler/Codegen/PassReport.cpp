@@ -70,6 +70,7 @@ llvm::json::Object PassReport::toJson() const {
   std::lock_guard<std::mutex> lock(mutex_);
   llvm::json::Array passes;
   std::map<std::string, int64_t> fusions;
+  int64_t folded = 0;
   for (const PassRun &run : runs_) {
     llvm::json::Object created, removed;
     std::map<std::string, int64_t> delta;
@@ -78,6 +79,7 @@ llvm::json::Object PassReport::toJson() const {
     for (const auto &[name, count] : run.before)
       delta[name] -= count;
     bool isFusion = llvm::StringRef(run.pass).starts_with("kiln-fuse-");
+    bool isFolding = run.pass == "kiln-fold-constants";
     for (const auto &[name, change] : delta) {
       if (change > 0) {
         created[name] = change;
@@ -85,6 +87,8 @@ llvm::json::Object PassReport::toJson() const {
           fusions[name] += change;
       } else if (change < 0) {
         removed[name] = -change;
+        if (isFolding && name != "kiln.constant")
+          folded -= change;
       }
     }
     passes.push_back(llvm::json::Object{{"pass", run.pass},
@@ -98,7 +102,8 @@ llvm::json::Object PassReport::toJson() const {
   for (const auto &[name, count] : fusions)
     fused[name] = count;
   return llvm::json::Object{{"passes", std::move(passes)},
-                            {"fusions", std::move(fused)}};
+                            {"fusions", std::move(fused)},
+                            {"folded_ops", folded}};
 }
 
 bool PassReport::write(llvm::StringRef path, std::string &error) const {

@@ -28,8 +28,10 @@ public:
   /// manager whose passes should appear. The report must outlive it.
   std::unique_ptr<mlir::PassInstrumentation> instrumentation();
 
-  /// The report: `passes` in the order they ran, and `fusions`, the kiln ops
-  /// that the kiln-fuse-* passes created, by kind.
+  /// The report: `passes` in the order they ran; `fusions`, the kiln ops
+  /// that the kiln-fuse-* passes created, by kind; and `folded_ops`, how many
+  /// ops kiln-fold-constants replaced by constants (or removed as their dead
+  /// inputs), constants not counted.
   llvm::json::Object toJson() const;
 
   /// Writes toJson() to `path`; false with `error` on failure.
