@@ -69,6 +69,22 @@ void copyElement(const Constant &source, int64_t from, Constant &target,
     target.ints[to] = source.ints[from];
 }
 
+/// `value` rounded to the float type `type`.
+APFloat toFloatType(double value, Type type) {
+  APFloat result(value);
+  bool losesInfo;
+  result.convert(cast<FloatType>(type).getFloatSemantics(),
+                 APFloat::rmNearestTiesToEven, &losesInfo);
+  return result;
+}
+
+double toDouble(APFloat value) {
+  bool losesInfo;
+  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
+                &losesInfo);
+  return value.convertToDouble();
+}
+
 /// The constant `value` holds, looking through a tensor.cast of it (which
 /// folding leaves where a result type is less static than the value).
 std::optional<Constant> readConstant(Value value) {
@@ -82,12 +98,8 @@ std::optional<Constant> readConstant(Value value) {
   Constant result{SmallVector<int64_t>(type.getShape()),
                   type.getElementType(), {}, {}};
   if (result.isFloat()) {
-    for (APFloat element : dense.getValues<APFloat>()) {
-      bool losesInfo;
-      element.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
-                      &losesInfo);
-      result.floats.push_back(element.convertToDouble());
-    }
+    for (APFloat element : dense.getValues<APFloat>())
+      result.floats.push_back(toDouble(element));
   } else if (result.elementType.isInteger(1)) {
     for (bool element : dense.getValues<bool>())
       result.ints.push_back(element);
@@ -100,15 +112,10 @@ std::optional<Constant> readConstant(Value value) {
 
 DenseElementsAttr toAttribute(const Constant &constant) {
   auto type = RankedTensorType::get(constant.shape, constant.elementType);
-  if (auto floatType = dyn_cast<FloatType>(constant.elementType)) {
+  if (constant.isFloat()) {
     SmallVector<APFloat> values;
-    for (double value : constant.floats) {
-      APFloat element(value);
-      bool losesInfo;
-      element.convert(floatType.getFloatSemantics(),
-                      APFloat::rmNearestTiesToEven, &losesInfo);
-      values.push_back(element);
-    }
+    for (double value : constant.floats)
+      values.push_back(toFloatType(value, constant.elementType));
     return DenseElementsAttr::get(type, values);
   }
   unsigned width = constant.elementType.getIntOrFloatBitWidth();
@@ -153,30 +160,40 @@ broadcastShape(ArrayRef<const Constant *> operands) {
   return shape;
 }
 
+/// Calls fn(flat index, offsets) for every element of `shape` in row-major
+/// order, where offsets[k] is starts[k] + Σ index[d]·strides[k][d]: the
+/// element each of several strided views reads there.
+void forEachElement(ArrayRef<int64_t> shape, ArrayRef<int64_t> starts,
+                    ArrayRef<SmallVector<int64_t>> strides,
+                    llvm::function_ref<void(int64_t, ArrayRef<int64_t>)> fn) {
+  int64_t rank = shape.size();
+  SmallVector<int64_t> index(rank, 0), offsets(starts);
+  int64_t count = ShapedType::getNumElements(shape);
+  for (int64_t flat = 0; flat < count; ++flat) {
+    fn(flat, offsets);
+    // Advance the multi-index, keeping each view's offset in step.
+    for (int64_t dim = rank - 1; dim >= 0; --dim) {
+      for (auto [offset, viewStrides] : llvm::zip(offsets, strides))
+        offset += viewStrides[dim];
+      if (++index[dim] < shape[dim])
+        break;
+      for (auto [offset, viewStrides] : llvm::zip(offsets, strides))
+        offset -= viewStrides[dim] * shape[dim];
+      index[dim] = 0;
+    }
+  }
+}
+
 /// Calls fn(result index, operand indices) for every element of `shape`,
 /// the broadcast of the operands' shapes.
 void forEachBroadcast(ArrayRef<int64_t> shape,
                       ArrayRef<const Constant *> operands,
                       llvm::function_ref<void(int64_t, ArrayRef<int64_t>)> fn) {
-  int64_t rank = shape.size();
   SmallVector<SmallVector<int64_t>> strides;
   for (const Constant *operand : operands)
-    strides.push_back(broadcastStrides(operand->shape, rank));
-  SmallVector<int64_t> index(rank, 0), offsets(operands.size(), 0);
-  int64_t count = ShapedType::getNumElements(shape);
-  for (int64_t flat = 0; flat < count; ++flat) {
-    fn(flat, offsets);
-    // Advance the multi-index, keeping each operand's offset in step.
-    for (int64_t dim = rank - 1; dim >= 0; --dim) {
-      for (auto [offset, operandStrides] : llvm::zip(offsets, strides))
-        offset += operandStrides[dim];
-      if (++index[dim] < shape[dim])
-        break;
-      for (auto [offset, operandStrides] : llvm::zip(offsets, strides))
-        offset -= operandStrides[dim] * shape[dim];
-      index[dim] = 0;
-    }
-  }
+    strides.push_back(broadcastStrides(operand->shape, shape.size()));
+  SmallVector<int64_t> starts(operands.size(), 0);
+  forEachElement(shape, starts, strides, fn);
 }
 
 using FloatFn = std::function<std::optional<double>(ArrayRef<double>)>;
@@ -468,19 +485,9 @@ Constant evaluateTranspose(const Constant &input, ArrayRef<int64_t> perm) {
   SmallVector<int64_t> strides;
   for (int64_t axis : perm)
     strides.push_back(inputStrides[axis]);
-  int64_t rank = shape.size();
-  SmallVector<int64_t> index(rank, 0);
-  int64_t offset = 0;
-  for (int64_t flat = 0; flat < result.size(); ++flat) {
-    copyElement(input, offset, result, flat);
-    for (int64_t dim = rank - 1; dim >= 0; --dim) {
-      offset += strides[dim];
-      if (++index[dim] < shape[dim])
-        break;
-      offset -= strides[dim] * shape[dim];
-      index[dim] = 0;
-    }
-  }
+  forEachElement(shape, {0}, {strides}, [&](int64_t i, ArrayRef<int64_t> at) {
+    copyElement(input, at[0], result, i);
+  });
   return result;
 }
 
@@ -555,21 +562,20 @@ std::optional<Constant> evaluateSlice(const Constant &input,
     shape[axis] = std::max<int64_t>(count, 0);
   }
   Constant result = empty(shape, input.elementType);
-  SmallVector<int64_t> strides(rank, 1);
-  for (int64_t dim = rank - 2; dim >= 0; --dim)
-    strides[dim] = strides[dim + 1] * input.shape[dim + 1];
-  SmallVector<int64_t> index(rank, 0);
-  for (int64_t flat = 0; flat < result.size(); ++flat) {
-    int64_t from = 0;
-    for (int64_t dim = 0; dim < rank; ++dim)
-      from += (first[dim] + index[dim] * step[dim]) * strides[dim];
-    copyElement(input, from, result, flat);
-    for (int64_t dim = rank - 1; dim >= 0; --dim) {
-      if (++index[dim] < shape[dim])
-        break;
-      index[dim] = 0;
-    }
+  // The slice is a strided view of the input: element `first` on, each dim
+  // stepping `step` of the input's rows of that dim.
+  SmallVector<int64_t> strides(rank), rowSizes(rank, 1);
+  int64_t start = 0;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    if (dim + 1 < rank)
+      rowSizes[dim] = rowSizes[dim + 1] * input.shape[dim + 1];
+    strides[dim] = step[dim] * rowSizes[dim];
+    start += first[dim] * rowSizes[dim];
   }
+  forEachElement(shape, {start}, {strides},
+                 [&](int64_t i, ArrayRef<int64_t> at) {
+                   copyElement(input, at[0], result, i);
+                 });
   return result;
 }
 
@@ -587,22 +593,6 @@ std::optional<Constant> evaluateExpand(const Constant &input,
     copyElement(input, at[0], result, i);
   });
   return result;
-}
-
-/// `value` rounded to the float type `type`.
-APFloat toFloatType(double value, Type type) {
-  APFloat result(value);
-  bool losesInfo;
-  result.convert(cast<FloatType>(type).getFloatSemantics(),
-                 APFloat::rmNearestTiesToEven, &losesInfo);
-  return result;
-}
-
-double toDouble(APFloat value) {
-  bool losesInfo;
-  value.convert(APFloat::IEEEdouble(), APFloat::rmNearestTiesToEven,
-                &losesInfo);
-  return value.convertToDouble();
 }
 
 /// range(start, limit, delta) as the lowering computes it: for floats the

@@ -4,36 +4,45 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
 namespace kiln {
 
 bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
+  struct Switch {
+    llvm::StringRef name;
+    bool *enabled;
+    bool isFusion; // turned off by "fusion" too
+  };
+  const Switch switches[] = {
+      {"constant-fold", &foldConstants, false},
+      {"fuse-attention", &fuseAttention, true},
+      {"fuse-normalizations", &fuseNormalizations, true},
+      {"fuse-activations", &fuseActivations, true},
+      {"fuse-elementwise", &fuseElementwise, true},
+  };
   llvm::SmallVector<llvm::StringRef> list;
   names.split(list, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   for (llvm::StringRef name : list) {
     name = name.trim();
-    bool all = name == "fusion";
-    bool known = all;
-    for (auto [flag, option] :
-         {std::pair<llvm::StringRef, bool *>{"fuse-attention", &fuseAttention},
-          {"fuse-normalizations", &fuseNormalizations},
-          {"fuse-activations", &fuseActivations},
-          {"fuse-elementwise", &fuseElementwise}})
-      if (all || name == flag) {
-        *option = false;
+    bool known = false;
+    for (const Switch &option : switches)
+      if (name == option.name || (name == "fusion" && option.isFusion)) {
+        *option.enabled = false;
         known = true;
       }
-    if (name == "constant-fold") {
-      foldConstants = false;
-      known = true;
-    }
     if (!known) {
-      error = "unknown optimization '" + name.str() +
-              "' (known: constant-fold, fusion, fuse-attention, "
-              "fuse-normalizations, fuse-activations, fuse-elementwise)";
+      // Listed in table order, "fusion" before the fusions it stands for.
+      error = "unknown optimization '" + name.str() + "' (known: ";
+      bool fusionListed = false;
+      for (const Switch &option : switches) {
+        if (option.isFusion && !fusionListed) {
+          error += "fusion, ";
+          fusionListed = true;
+        }
+        error += option.name.str() + (&option == std::end(switches) - 1 ? ")" : ", ");
+      }
       return false;
     }
   }
@@ -43,6 +52,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
 void buildGraphOptimizationPipeline(OpPassManager &pm,
                                     const OptimizationOptions &options) {
   OpPassManager &func = pm.nest<func::FuncOp>();
+  func.addPass(createCanonicalizerPass());
   if (options.foldConstants)
     func.addPass(createKilnFoldConstants());
   if (options.fuseAttention)

@@ -36,9 +36,10 @@ struct OptimizationOptions {
   bool disable(llvm::StringRef names, std::string &error);
 };
 
-/// The kiln-to-kiln passes that `options` enables, then canonicalization:
-/// constant folding, then the fusions in the order attention,
-/// normalizations, activations.
+/// The kiln-to-kiln passes that `options` enables, between two
+/// canonicalizations: constant folding, then the fusions in the order
+/// attention, normalizations, activations. `kilnc --emit=optimized` prints
+/// its result, which is what the lowering starts from.
 void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,
                                     const OptimizationOptions &options = {});
 

@@ -25,7 +25,6 @@ namespace kiln {
 
 void buildTensorLoweringPipeline(OpPassManager &pm,
                                  const OptimizationOptions &options) {
-  pm.addPass(createCanonicalizerPass());
   buildGraphOptimizationPipeline(pm, options);
   pm.addPass(createPrepareEntryPoint());
   pm.addPass(createConvertKilnToLinalg());

@@ -87,10 +87,10 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
                   "the value's length does not match the key's");
     checkSameSize(rewriter, loc, op, k[3], q[3],
                   "the key's head size does not match the query's");
-    Value queryHeads = getValueOrCreateConstantIndexOp(rewriter, loc, q[1]);
-    Value keyHeads = getValueOrCreateConstantIndexOp(rewriter, loc, k[1]);
     if (!getConstantIntValue(q[1]) || !getConstantIntValue(k[1])) {
       // The verifier checked static head counts; dynamic ones are checked here.
+      Value queryHeads = getValueOrCreateConstantIndexOp(rewriter, loc, q[1]);
+      Value keyHeads = getValueOrCreateConstantIndexOp(rewriter, loc, k[1]);
       Value zero = rewriter.create<arith::ConstantIndexOp>(loc, 0);
       Value one = rewriter.create<arith::ConstantIndexOp>(loc, 1);
       Value divisor = rewriter.create<arith::MaxUIOp>(loc, keyHeads, one);
