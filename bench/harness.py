@@ -4,6 +4,7 @@ inputs for the models/ exports, and runners for kiln-run and ONNX Runtime
 
 import json
 import os
+import struct
 import subprocess
 import tempfile
 
@@ -101,6 +102,20 @@ def run_command(command, usage=None):
     if usage is not None:
         usage["max_rss_mb"] = rusage.ru_maxrss / 1024.0  # Linux reports KiB
     return out
+
+
+def artifact_memory(artifact):
+    """The bytes a .kiln artifact asks for besides the process: its arena (per
+    session) and its weights section (mapped from the file)."""
+    with open(artifact, "rb") as f:
+        header = f.read(80)
+        # docs/artifact-format.md: magic, version, header size, file size,
+        # then (offset, size) of the manifest, the code and the weights.
+        manifest_offset, manifest_size = struct.unpack_from("<QQ", header, 24)
+        weights_size = struct.unpack_from("<Q", header, 64)[0]
+        f.seek(manifest_offset)
+        manifest = json.loads(f.read(manifest_size))
+    return {"arena_bytes": manifest["arena_bytes"], "weights_bytes": weights_size}
 
 
 def run_kiln(kiln_run, artifact, flags, output_dir=None, threads=0, benchmark=0):

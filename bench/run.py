@@ -1,9 +1,11 @@
 """Runs Kiln and ONNX Runtime side by side on the models/ exports: same
 models, same inputs, same thread count, one process after the other in the
-same run. Kiln runs twice, compiled with every optimization and with
-`--disable=fusion`, so that the fusions' effect is measured in the same run.
-Prints a table of median latencies and peak resident set sizes and writes
-JSON for tracking.
+same run. Kiln runs three builds: every optimization, `--disable=fusion` and
+`--disable=memory-plan`, so that the effects of the fusions and of memory
+planning are measured in the same run. Each build declares the dim bounds the
+cases need (batch <= 8, sequence <= 128, 256 positions). Prints a table of
+median latencies and memory (peak resident set sizes, and the artifact's
+arena and weights) and writes JSON for tracking.
 
 This is a benchmark, not a test: it checks no figure. CI runs it with --smoke
 (few runs, one shape per model) to keep it working.
@@ -34,8 +36,19 @@ CASES = [
     ("llama_tiny", 1, 1, 127, "decode"),
     ("llama_tiny", 8, 1, 127, "decode"),
 ]
-# The artifacts each case runs: every optimization on, and every fusion off.
-VARIANTS = {"fused": [], "unfused": ["--disable=fusion"]}
+# The artifacts each case runs: every optimization on, every fusion off, and
+# memory planning off.
+VARIANTS = {"fused": [], "unfused": ["--disable=fusion"],
+            "unplanned": ["--disable=memory-plan"]}
+# The bounds every build declares; the decoders' past and total lengths are
+# bounded by their 256 positions.
+DIM_BOUNDS = {
+    "bert_tiny": ["batch=1:8", "sequence=1:128"],
+    "gpt2_tiny": ["batch=1:8", "sequence=1:128", "past_sequence=0:255",
+                  "total_sequence=1:256"],
+    "llama_tiny": ["batch=1:8", "sequence=1:128", "past_sequence=0:255",
+                   "total_sequence=1:256"],
+}
 SMOKE_CASES = [("bert_tiny", 1, 8, 0, "encode"), ("gpt2_tiny", 1, 1, 7, "decode"),
                ("llama_tiny", 1, 1, 7, "decode")]
 
@@ -60,14 +73,16 @@ def main():
     for model in sorted({case[0] for case in cases}):
         for variant, options in VARIANTS.items():
             artifact = os.path.join(args.work_dir, f"{model}.{variant}.kiln")
+            bounds = [f"--dim={bound}" for bound in DIM_BOUNDS[model]]
             harness.run_command([args.kilnc, os.path.join(MODELS, model + ".onnx"),
-                                 "-o", artifact, *options])
+                                 "-o", artifact, *bounds, *options])
             artifacts[model, variant] = artifact
 
     results = []
     header = (f"{'model':<11} {'case':<8} {'shape (b, s, past)':<19} "
-              f"{'kiln ms':>8} {'unfused':>8} {'fusion':>7} {'ORT ms':>8} "
-              f"{'ORT/kiln':>8} {'kiln MB':>8} {'ORT MB':>7}")
+              f"{'kiln ms':>8} {'unfused':>8} {'fusion':>7} {'unplan.':>8} "
+              f"{'plan':>5} {'ORT ms':>8} {'ORT/kiln':>8} {'kiln MB':>8} "
+              f"{'unpl. MB':>8} {'arena MB':>8} {'wts MB':>7} {'ORT MB':>7}")
     print(f"threads: {args.threads}, runs: {runs} (median of each)")
     print(header)
     print("-" * len(header))
@@ -81,19 +96,30 @@ def main():
                                           flags, threads=args.threads, benchmark=runs)
                 for variant in VARIANTS}
         ort = harness.run_ort(onnx_path, flags, threads=args.threads, benchmark=runs)
-        fused, unfused = kiln["fused"], kiln["unfused"]
+        fused, unfused, unplanned = kiln["fused"], kiln["unfused"], kiln["unplanned"]
+        memory = harness.artifact_memory(artifacts[model, "fused"])
         ratio = ort["median_ms"] / fused["median_ms"]
         speedup = unfused["median_ms"] / fused["median_ms"]
+        planning = unplanned["median_ms"] / fused["median_ms"]
         shape = f"({batch}, {sequence}, {past})"
+        megabytes = 1 << 20
         print(f"{model:<11} {kind:<8} {shape:<19} {fused['median_ms']:>8.3f} "
-              f"{unfused['median_ms']:>8.3f} {speedup:>7.2f} {ort['median_ms']:>8.3f} "
-              f"{ratio:>8.2f} {fused['max_rss_mb']:>8.1f} {ort['max_rss_mb']:>7.1f}")
+              f"{unfused['median_ms']:>8.3f} {speedup:>7.2f} "
+              f"{unplanned['median_ms']:>8.3f} {planning:>5.2f} {ort['median_ms']:>8.3f} "
+              f"{ratio:>8.2f} {fused['max_rss_mb']:>8.1f} {unplanned['max_rss_mb']:>8.1f} "
+              f"{memory['arena_bytes'] / megabytes:>8.2f} "
+              f"{memory['weights_bytes'] / megabytes:>7.2f} {ort['max_rss_mb']:>7.1f}")
         results.append({"model": model, "case": kind, "batch": batch,
                         "sequence": sequence, "past": past, "kiln": fused,
-                        "kiln_unfused": unfused, "onnxruntime": ort,
-                        "ort_over_kiln": ratio, "fusion_speedup": speedup})
-    print("fusion = unfused / kiln; ORT/kiln > 1 means kiln is faster; "
-          "MB = peak RSS of the process (kiln-run, or Node.js running ORT).")
+                        "kiln_unfused": unfused, "kiln_unplanned": unplanned,
+                        "kiln_artifact": memory, "onnxruntime": ort,
+                        "ort_over_kiln": ratio, "fusion_speedup": speedup,
+                        "planning_speedup": planning})
+    print("fusion = unfused / kiln and plan = unplanned / kiln (time ratios); "
+          "ORT/kiln > 1 means kiln is faster; kiln MB and ORT MB = peak RSS of "
+          "the process (kiln-run, or Node.js running ORT), which includes the "
+          "arena and the weights pages touched; arena and wts = the artifact's "
+          "arena and weights section.")
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
               "threads": args.threads, "runs": runs, "results": results}
     path = args.json or os.path.join(args.work_dir, "results.json")

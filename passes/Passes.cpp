@@ -21,6 +21,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
       {"fuse-normalizations", &fuseNormalizations, true},
       {"fuse-activations", &fuseActivations, true},
       {"fuse-elementwise", &fuseElementwise, true},
+      {"memory-plan", &planMemory, false},
   };
   llvm::SmallVector<llvm::StringRef> list;
   names.split(list, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);

@@ -29,10 +29,14 @@ struct OptimizationOptions {
   /// linalg's elementwise fusion after the lowering (chains of elementwise
   /// ops into one loop); it belongs to the tensor lowering pipeline.
   bool fuseElementwise = true;
+  /// Static memory planning after bufferization (kiln-plan-memory); it
+  /// belongs to each target's lowering pipeline.
+  bool planMemory = true;
 
   /// Turns off the comma-separated `names`: "constant-fold", "fusion" (every
-  /// fusion), or "fuse-attention", "fuse-normalizations", "fuse-activations",
-  /// "fuse-elementwise". False, with `error` naming it, on an unknown name.
+  /// fusion), "fuse-attention", "fuse-normalizations", "fuse-activations",
+  /// "fuse-elementwise" or "memory-plan". False, with `error` naming it, on an
+  /// unknown name.
   bool disable(llvm::StringRef names, std::string &error);
 };
 

@@ -53,6 +53,7 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
                                    {"size", weight.data.size()}});
     weightsSize += weight.data.size();
   }
+  manifest["arena_bytes"] = contents.arenaBytes;
   std::string manifestText = manifest.dump(2);
 
   Header header = {};

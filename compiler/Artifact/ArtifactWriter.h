@@ -37,6 +37,8 @@ struct ArtifactContents {
   std::vector<ArtifactTensor> inputs, outputs;
   std::vector<ArtifactWeight> weights; // entry arguments after the inputs
   std::vector<char> code;              // ELF shared object exporting kiln_entry
+  /// The planned arena the code takes after the weights (0: none planned).
+  int64_t arenaBytes = 0;
   /// Bytes of weights that had to be converted (unpacked i1), which
   /// `weights` point into.
   std::vector<std::vector<char>> convertedWeights;

@@ -103,6 +103,18 @@ bool describeSignature(func::FuncOp func, const CompileOptions &options,
   return true;
 }
 
+/// Tells memory planning the largest size of each input dim (kiln.dim_max).
+void declareDimBounds(func::FuncOp func, const std::vector<ArtifactTensor> &inputs) {
+  Builder b(func.getContext());
+  for (auto [index, input] : llvm::enumerate(inputs)) {
+    SmallVector<int64_t> maxima;
+    for (const ArtifactDim &dim : input.dims)
+      maxima.push_back(dim.size >= 0 ? dim.size : dim.max);
+    func.setArgAttr(index, KilnDialect::kDimMaxAttrName,
+                    b.getDenseI64ArrayAttr(maxima));
+  }
+}
+
 /// The bytes of a weight, dense and row-major; i1 is one byte per element.
 bool weightBytes(ElementsAttr value, std::vector<char> &storage,
                  llvm::ArrayRef<char> &bytes, std::string &error) {
@@ -206,6 +218,8 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     buildGraphOptimizationPipeline(graph, options.optimizations);
     return runPipeline(graph, module, "graph optimization", error);
   }
+  if (options.optimizations.planMemory)
+    declareDimBounds(func, artifact.inputs);
   PassManager tensors(module.getContext());
   instrument(tensors);
   buildTensorLoweringPipeline(tensors, options.optimizations);
@@ -218,9 +232,21 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
 
   PassManager llvmLowering(module.getContext());
   instrument(llvmLowering);
-  buildLLVMCPULoweringPipeline(llvmLowering);
+  buildLLVMCPULoweringPipeline(llvmLowering, options.optimizations);
   if (!runPipeline(llvmLowering, module, "lowering to LLVM", error))
     return false;
+  std::vector<ArenaSlot> arenaBuffers;
+  if (auto plan = module->getAttrOfType<DictionaryAttr>(kMemoryPlanAttrName)) {
+    artifact.arenaBytes = plan.getAs<IntegerAttr>("arena_bytes").getInt();
+    for (Attribute entry : plan.getAs<ArrayAttr>("buffers")) {
+      auto buffer = cast<DictionaryAttr>(entry);
+      arenaBuffers.push_back({buffer.getAs<IntegerAttr>("offset").getInt(),
+                              buffer.getAs<IntegerAttr>("bytes").getInt()});
+    }
+    if (options.report)
+      options.report->setMemoryPlan(plan);
+    module->removeAttr(kMemoryPlanAttrName);
+  }
   if (stage == CompileStage::LLVM)
     return true;
 
@@ -228,7 +254,7 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   artifact.triple = target.triple;
   artifact.cpu = target.cpu;
   artifact.cpuFeatures = target.features;
-  if (!emitSharedObject(module, target, artifact.code, error)) {
+  if (!emitSharedObject(module, target, arenaBuffers, artifact.code, error)) {
     error = "code generation: " + error;
     return false;
   }

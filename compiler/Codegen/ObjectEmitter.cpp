@@ -144,6 +144,7 @@ bool resolveCpuTarget(const std::string &cpu, CpuTarget &target,
 }
 
 bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
+                      llvm::ArrayRef<ArenaSlot> arenaBuffers,
                       std::vector<char> &sharedObject, std::string &error) {
   std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target, error);
   if (!machine)
@@ -157,6 +158,7 @@ bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
   }
   llvmModule->setTargetTriple(target.triple);
   llvmModule->setDataLayout(machine->createDataLayout());
+  annotateArenaAccesses(*llvmModule, "main", arenaBuffers);
   optimize(*llvmModule, *machine);
 
   llvm::SmallVector<char, 0> object;

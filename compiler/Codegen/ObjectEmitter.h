@@ -2,6 +2,8 @@
 #ifndef KILN_COMPILER_CODEGEN_OBJECTEMITTER_H
 #define KILN_COMPILER_CODEGEN_OBJECTEMITTER_H
 
+#include "compiler/Codegen/ArenaAliasScopes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -22,8 +24,11 @@ bool resolveCpuTarget(const std::string &cpu, CpuTarget &target,
 
 /// Translates `module` (LLVM dialect) to LLVM IR, optimizes it at O3 for
 /// `target`, emits an object file and links it into an ELF shared object
-/// with the system linker (ld.lld or ld).
+/// with the system linker (ld.lld or ld). `arenaBuffers` are the buffers
+/// memory planning placed in the entry function `main`'s arena, whose
+/// accesses get alias scopes (ArenaAliasScopes.h).
 bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
+                      llvm::ArrayRef<ArenaSlot> arenaBuffers,
                       std::vector<char> &sharedObject, std::string &error);
 
 } // namespace kiln

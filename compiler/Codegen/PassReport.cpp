@@ -101,9 +101,36 @@ llvm::json::Object PassReport::toJson() const {
   llvm::json::Object fused;
   for (const auto &[name, count] : fusions)
     fused[name] = count;
-  return llvm::json::Object{{"passes", std::move(passes)},
+  llvm::json::Object report{{"passes", std::move(passes)},
                             {"fusions", std::move(fused)},
                             {"folded_ops", folded}};
+  if (memoryPlan_.kind() != llvm::json::Value::Null)
+    report["memory_plan"] = memoryPlan_;
+  return report;
+}
+
+/// The JSON form of the integers, strings, arrays and dictionaries that make
+/// up a memory plan.
+static llvm::json::Value toJsonValue(Attribute attr) {
+  if (auto integer = dyn_cast<IntegerAttr>(attr))
+    return integer.getInt();
+  if (auto string = dyn_cast<StringAttr>(attr))
+    return string.str();
+  if (auto array = dyn_cast<ArrayAttr>(attr)) {
+    llvm::json::Array values;
+    for (Attribute element : array)
+      values.push_back(toJsonValue(element));
+    return values;
+  }
+  llvm::json::Object object;
+  for (NamedAttribute entry : cast<DictionaryAttr>(attr))
+    object[entry.getName().str()] = toJsonValue(entry.getValue());
+  return object;
+}
+
+void PassReport::setMemoryPlan(DictionaryAttr plan) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  memoryPlan_ = toJsonValue(plan);
 }
 
 bool PassReport::write(llvm::StringRef path, std::string &error) const {

@@ -8,6 +8,7 @@
 #ifndef KILN_COMPILER_CODEGEN_PASSREPORT_H
 #define KILN_COMPILER_CODEGEN_PASSREPORT_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Pass/PassInstrumentation.h"
 #include "llvm/Support/JSON.h"
 
@@ -29,10 +30,17 @@ public:
   std::unique_ptr<mlir::PassInstrumentation> instrumentation();
 
   /// The report: `passes` in the order they ran; `fusions`, the kiln ops
-  /// that the kiln-fuse-* passes created, by kind; and `folded_ops`, how many
+  /// that the kiln-fuse-* passes created, by kind; `folded_ops`, how many
   /// ops kiln-fold-constants replaced by constants (or removed as their dead
-  /// inputs), constants not counted.
+  /// inputs), constants not counted; and `memory_plan`, when memory was
+  /// planned: the arena's bytes, the sum of the planned buffers' bytes, each
+  /// buffer's offset and lifetime (positions of its first and last use in
+  /// the entry block), and the buffers left on the heap with the reason.
   llvm::json::Object toJson() const;
+
+  /// Records kiln-plan-memory's `kiln.memory_plan` attribute, which toJson()
+  /// gives as `memory_plan`.
+  void setMemoryPlan(mlir::DictionaryAttr plan);
 
   /// Writes toJson() to `path`; false with `error` on failure.
   bool write(llvm::StringRef path, std::string &error) const;
@@ -49,6 +57,7 @@ private:
 
   mutable std::mutex mutex_;
   std::vector<PassRun> runs_;
+  llvm::json::Value memoryPlan_ = nullptr;
 };
 
 } // namespace kiln

@@ -17,6 +17,9 @@ namespace kiln {
 
 /// Module attribute listing the weights, in entry-argument order.
 constexpr llvm::StringLiteral kWeightsAttrName = "kiln.weights";
+/// Module attribute that kiln-plan-memory leaves for the compiler's report
+/// and manifest: arena_bytes, buffer_bytes, buffers and heap (see Passes.td).
+constexpr llvm::StringLiteral kMemoryPlanAttrName = "kiln.memory_plan";
 /// The symbol the runtime calls.
 constexpr llvm::StringLiteral kEntrySymbol = "kiln_entry";
 /// The runtime's handler of failed run-time checks; it does not return.

@@ -17,7 +17,8 @@ def PrepareEntryPoint : Pass<"kiln-prepare-entry-point", "mlir::ModuleOp"> {
     - the function gets a C interface (`llvm.emit_c_interface`), which
       `kiln-emit-entry-point` wraps;
     - the ONNX metadata attributes (`kiln.name`, `kiln.dims`) are dropped;
-      the artifact manifest carries them;
+      the artifact manifest carries them; `kiln.dim_max`, the dim bounds,
+      stays for `kiln-plan-memory`;
     - the module exports `kiln_signature`, the dtypes and shapes of the
       arguments and results, which the runtime checks the manifest against.
 
@@ -65,6 +66,59 @@ def ApproximateMath : Pass<"kiln-approximate-math"> {
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect",
     "::mlir::vector::VectorDialect",
+  ];
+}
+
+def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Places the entry function's intermediate buffers in one arena";
+  let description = [{
+    Runs after one-shot bufferization, before deallocation. Every
+    `memref.alloc` in the entry block of the entry function whose size has an
+    upper bound becomes a `memref.view` at a fixed offset of one arena, a new
+    trailing argument `memref<Nxi8>` that the runtime allocates once per
+    session and reuses across runs.
+
+    - Liveness: a buffer lives from the first to the last op of the entry
+      block that uses it or a value derived from it (views, and the raw
+      pointers that microkernel calls take), nested uses counting at their
+      ancestor in the block.
+    - Buffers that reach the `return` stay on the heap: the caller owns them.
+    - Sizes are bounded from the arguments' `kiln.dim_max` attributes (the
+      declared dim bounds, which the pass removes) through the index
+      arithmetic of the dynamic sizes. A buffer without a bound, or larger
+      than `max-buffer-bytes`, stays on the heap.
+    - An elementwise `linalg.generic` whose input buffer dies there writes
+      its result in place, in the input's memory.
+    - Offsets are chosen greedily by decreasing size, each buffer in the
+      smallest gap that fits among the buffers live at the same time (TFLite's
+      arena planner); every offset is a multiple of 64 bytes.
+
+    The module exports `kiln_arena_bytes` (i64), which the runtime checks the
+    manifest against, and gets a `kiln.memory_plan` attribute for the
+    compiler's report: the arena size, the sum of the planned buffers, every
+    buffer's offset and lifetime, and the buffers left on the heap with why.
+
+    Example:
+
+    ```mlir
+    %a = memref.alloc(%n) {alignment = 64 : i64} : memref<?x64xf32>
+    // becomes, with %arena the new last argument of @main
+    %c0 = arith.constant 0 : index
+    %a = memref.view %arena[%c0][%n] : memref<65536xi8> to memref<?x64xf32>
+    ```
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", /*default=*/"\"main\"",
+           "The entry function">,
+    Option<"maxBufferBytes", "max-buffer-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 30",
+           "Buffers that may need more bytes than this stay on the heap, "
+           "where a run allocates only what its sizes need">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
   ];
 }
 

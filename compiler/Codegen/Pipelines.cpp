@@ -35,7 +35,8 @@ void buildTensorLoweringPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void buildLLVMCPULoweringPipeline(OpPassManager &pm) {
+void buildLLVMCPULoweringPipeline(OpPassManager &pm,
+                                  const OptimizationOptions &options) {
   pm.addPass(createApproximateMath());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
@@ -51,6 +52,8 @@ void buildLLVMCPULoweringPipeline(OpPassManager &pm) {
   };
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   pm.addPass(createCanonicalizerPass());
+  if (options.planMemory)
+    pm.addPass(createPlanMemory());
   bufferization::buildBufferDeallocationPipeline(
       pm, bufferization::BufferDeallocationPipelineOptions());
   pm.addPass(createBufferizationToMemRefPass());
@@ -92,7 +95,7 @@ void registerKilnPipelines() {
   PassPipelineRegistration<>(
       "kiln-lower-to-llvm-cpu",
       "Lowers linalg on tensors to the LLVM dialect for the CPU runtime",
-      buildLLVMCPULoweringPipeline);
+      [](OpPassManager &pm) { buildLLVMCPULoweringPipeline(pm); });
 }
 
 void registerCodegenDialects(DialectRegistry &registry) {

@@ -7,7 +7,7 @@
 //           kiln-convert-to-linalg, elementwise fusion)-->
 //   linalg/tensor/arith/math                     [buildTensorLoweringPipeline]
 //   ---------------------------- target split ----------------------------
-//   CPU: one-shot bufferization, deallocation, GEMM microkernel calls,
+//   CPU: one-shot bufferization, memory planning, deallocation, GEMM microkernel calls,
 //        loops, LLVM dialect, kiln_entry        [buildLLVMCPULoweringPipeline]
 //        then LLVM IR -> x86-64 object -> shared object (ObjectEmitter.h)
 //   GPU: (later) bufferization, GPU mapping, NVVM -> PTX
@@ -27,8 +27,10 @@ namespace kiln {
 /// graph optimizations that `options` enables (passes/Passes.h).
 void buildTensorLoweringPipeline(mlir::OpPassManager &pm,
                                  const OptimizationOptions &options = {});
-/// linalg on tensors to the LLVM dialect with the kiln_entry entry point.
-void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm);
+/// linalg on tensors to the LLVM dialect with the kiln_entry entry point,
+/// planning memory when `options` asks for it.
+void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,
+                                  const OptimizationOptions &options = {});
 
 /// Registers both as kiln-opt pipelines: kiln-lower-to-tensors and
 /// kiln-lower-to-llvm-cpu.

@@ -47,8 +47,12 @@ struct PrepareEntryPointPass
     NamedAttribute readOnly(
         b.getStringAttr(bufferization::BufferizationDialect::kWritableAttrName),
         b.getBoolAttr(false));
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      func.setArgAttrs(i, b.getDictionaryAttr(readOnly));
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      SmallVector<NamedAttribute> attrs = {readOnly};
+      if (Attribute dimMax = func.getArgAttr(i, KilnDialect::kDimMaxAttrName))
+        attrs.emplace_back(b.getStringAttr(KilnDialect::kDimMaxAttrName), dimMax);
+      func.setArgAttrs(i, b.getDictionaryAttr(attrs));
+    }
     for (unsigned i = 0; i < func.getNumResults(); ++i)
       func.setResultAttrs(i, b.getDictionaryAttr({}));
     func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());

@@ -4,10 +4,25 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
 namespace kiln {
+
+Value alignedPointerOf(OpBuilder &b, Location loc, Value buffer) {
+  SmallVector<Value> shifts;
+  Value root = buffer;
+  while (auto viewLike = root.getDefiningOp<ViewLikeOpInterface>()) {
+    if (auto view = dyn_cast<memref::ViewOp>(viewLike.getOperation()))
+      shifts.push_back(view.getByteShift());
+    root = viewLike.getViewSource();
+  }
+  Value pointer = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, root);
+  for (Value shift : shifts)
+    pointer = b.create<arith::AddIOp>(loc, pointer, shift);
+  return pointer;
+}
 
 UkernelBuffer describeBuffer(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
@@ -17,8 +32,7 @@ UkernelBuffer describeBuffer(OpBuilder &b, Location loc, Value buffer) {
     return b.create<arith::IndexCastOp>(loc, b.getI64Type(), index);
   };
   auto metadata = b.create<memref::ExtractStridedMetadataOp>(loc, buffer);
-  Value base =
-      toI64(b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, buffer));
+  Value base = toI64(alignedPointerOf(b, loc, buffer));
   Value offsetBytes = b.create<arith::MulIOp>(
       loc, toI64(metadata.getOffset()),
       b.create<arith::ConstantIntOp>(loc, elementBytes, 64));

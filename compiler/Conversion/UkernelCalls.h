@@ -25,6 +25,15 @@ struct UkernelBuffer {
   llvm::SmallVector<mlir::Value> sizes, strides; // i64, in elements
 };
 
+/// The aligned pointer of `buffer` as an index, read from the buffer that
+/// `buffer` is a view of, plus the byte shifts of the memref.view ops in
+/// between. MLIR 19's expand-strided-metadata folds
+/// extract_aligned_pointer_as_index through every view-like op as if each
+/// kept its source's pointer, which drops a memref.view's shift; memory
+/// planning makes every planned buffer such a view.
+mlir::Value alignedPointerOf(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::Value buffer);
+
 /// Describes `buffer` (a memref of any layout); i1 elements are one byte.
 UkernelBuffer describeBuffer(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value buffer);

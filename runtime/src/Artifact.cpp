@@ -342,6 +342,14 @@ kiln_status_t Artifact::parseManifest(const char *text, size_t size,
     weights_.push_back(std::move(weight));
     weightOffsets_.push_back(offset);
   }
+  int64_t arenaBytes;
+  if (!reader.integer(manifest, "manifest", "arena_bytes", arenaBytes))
+    return failed();
+  if (arenaBytes < 0) {
+    reader.fail("manifest.arena_bytes", "is negative");
+    return failed();
+  }
+  arenaBytes_ = arenaBytes;
   return nullptr;
 }
 
@@ -381,8 +389,20 @@ kiln_status_t Artifact::loadCode(const void *code, size_t size) {
   if (!entry_)
     return makeStatus(KILN_STATUS_DATA_LOSS,
                       path_ + ": the code section has no kiln_entry symbol");
-  return checkSignature(static_cast<const int64_t *>(
-      ::dlsym(library_, artifact::kSignatureSymbol)));
+  if (kiln_status_t status = checkSignature(static_cast<const int64_t *>(
+          ::dlsym(library_, artifact::kSignatureSymbol))))
+    return status;
+  // Code without memory planning exports no arena size and takes no arena.
+  auto *codeArenaBytes =
+      static_cast<const int64_t *>(::dlsym(library_, artifact::kArenaBytesSymbol));
+  int64_t expected = codeArenaBytes ? *codeArenaBytes : 0;
+  if (expected != (int64_t)arenaBytes_)
+    return makeStatus(KILN_STATUS_DATA_LOSS,
+                      path_ + ": the manifest's arena_bytes (" +
+                          std::to_string(arenaBytes_) +
+                          ") disagrees with the code's arena of " +
+                          std::to_string(expected) + " bytes");
+  return nullptr;
 }
 
 kiln_status_t Artifact::checkSignature(const int64_t *signature) const {

@@ -24,7 +24,8 @@ struct WeightInfo {
 };
 
 /// `arguments[i]` points at the memref descriptor of input i, then of each
-/// weight; `results` receives the result descriptors, one after another.
+/// weight, then of the arena; `results` receives the result descriptors, one
+/// after another.
 using EntryFunction = void (*)(void **arguments, void *results);
 
 /// A validated artifact: its file is mapped read-only and its code loaded.
@@ -41,6 +42,9 @@ public:
   const std::vector<TensorInfo> &outputs() const { return outputs_; }
   const std::vector<WeightInfo> &weights() const { return weights_; }
   EntryFunction entry() const { return entry_; }
+  /// The bytes of the arena the code plans its intermediate buffers in (0
+  /// when it plans none); every session has one.
+  size_t arenaBytes() const { return arenaBytes_; }
   /// Whether `pointer` lies inside the file mapping (weights, for example).
   bool contains(const void *pointer) const;
 
@@ -60,6 +64,7 @@ private:
   std::vector<TensorInfo> inputs_, outputs_;
   std::vector<WeightInfo> weights_;
   std::vector<uint64_t> weightOffsets_;
+  size_t arenaBytes_ = 0;
 };
 
 } // namespace kiln::rt

@@ -17,7 +17,7 @@
 namespace kiln::artifact {
 
 inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 /// Sections start on page boundaries so that each can be mapped on its own.
 inline constexpr uint64_t kSectionAlignment = 4096;
 /// Every weight starts on a cache line, which also satisfies every dtype.
@@ -44,6 +44,13 @@ static_assert(sizeof(Header) == 80, "the header layout is part of the format");
 ///    (-1 for a dynamic size)]
 inline constexpr char kSignatureSymbol[] = "kiln_signature";
 inline constexpr int64_t kSignatureVersion = 1;
+
+/// Code compiled with memory planning exports `kiln_arena_bytes`, an int64:
+/// the size of the arena it takes as its last argument, after the weights.
+/// The loader checks the manifest's `arena_bytes` against it.
+inline constexpr char kArenaBytesSymbol[] = "kiln_arena_bytes";
+/// The arena's alignment, which every planned buffer's offset keeps.
+inline constexpr uint64_t kArenaAlignment = 64;
 
 inline uint64_t alignTo(uint64_t value, uint64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;

@@ -101,6 +101,9 @@ struct kiln_session_s {
   std::vector<OutputBinding> outputBindings;
   std::vector<OutputResult> results;
   std::vector<void *> allocations; // released before the next run and at release
+  /// The code's intermediate buffers (see kiln-plan-memory): allocated once,
+  /// reused by every run.
+  std::unique_ptr<void, decltype(&std::free)> arena{nullptr, &std::free};
   bool hasResults = false;
 
   kiln_status_t checkInput(int32_t index, kiln_dtype_t dtype, size_t rank,
@@ -219,9 +222,9 @@ kiln_status_t kiln_session_s::run() {
   }
   releaseResults();
 
-  // One memref descriptor per argument: allocated, aligned, offset, sizes,
-  // strides (row-major).
-  size_t numArguments = inputs.size() + artifact.weights().size();
+  // One memref descriptor per argument (inputs, weights, arena): allocated,
+  // aligned, offset, sizes, strides (row-major).
+  size_t numArguments = inputs.size() + artifact.weights().size() + 1;
   std::vector<std::vector<int64_t>> descriptors(numArguments);
   std::vector<void *> arguments(numArguments);
   auto describe = [&](size_t slot, const void *data, const std::vector<int64_t> &shape) {
@@ -241,6 +244,8 @@ kiln_status_t kiln_session_s::run() {
   for (size_t i = 0; i < artifact.weights().size(); ++i)
     describe(inputs.size() + i, artifact.weights()[i].data,
              artifact.weights()[i].shape);
+  // Code without an arena reads no further than the weights.
+  describe(numArguments - 1, arena.get(), {(int64_t)artifact.arenaBytes()});
 
   size_t resultWords = 0;
   for (const kiln::rt::TensorInfo &output : artifact.outputs())
@@ -389,6 +394,10 @@ int32_t kiln_model_output_count(const kiln_model_t *model) {
   return model ? model->artifact->outputs().size() : 0;
 }
 
+size_t kiln_model_arena_bytes(const kiln_model_t *model) {
+  return model ? model->artifact->arenaBytes() : 0;
+}
+
 static kiln_status_t ioInfo(const std::vector<kiln::rt::TensorInfo> &list,
                             const char *kind, int32_t index,
                             kiln_io_info_t *out_info) {
@@ -444,6 +453,22 @@ kiln_status_t kiln_session_create(kiln_model_t *model,
   if (!session)
     return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED, "out of memory");
   session->model = model;
+  // Page-aligned and rounded to pages: the pages a run never touches are
+  // never faulted in.
+  size_t arenaBytes = model->artifact->arenaBytes();
+  if (arenaBytes > 0) {
+    constexpr size_t kPage = 4096;
+    void *arena = arenaBytes <= SIZE_MAX - kPage
+                      ? std::aligned_alloc(kPage, (arenaBytes + kPage - 1) / kPage * kPage)
+                      : nullptr;
+    if (!arena) {
+      delete session;
+      return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED,
+                        "cannot allocate the model's arena of " +
+                            std::to_string(arenaBytes) + " bytes");
+    }
+    session->arena.reset(arena);
+  }
   session->inputs.resize(model->artifact->inputs().size());
   session->outputBindings.resize(model->artifact->outputs().size());
   *out_session = session;

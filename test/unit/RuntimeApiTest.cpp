@@ -375,8 +375,8 @@ TEST(RuntimeLoad, DamagedArtifactCodes) {
   bytes[0] = 'X';
   expectCode("magic.kiln", bytes, KILN_STATUS_INVALID_ARGUMENT, "not a Kiln artifact");
   bytes = good;
-  writeAt<uint32_t>(bytes, 8, 2);
-  expectCode("version.kiln", bytes, KILN_STATUS_UNIMPLEMENTED, "format version 2");
+  writeAt<uint32_t>(bytes, 8, 3);
+  expectCode("version.kiln", bytes, KILN_STATUS_UNIMPLEMENTED, "format version 3");
   expectCode("short-header.kiln", std::vector<char>(good.begin(), good.begin() + 79),
              KILN_STATUS_DATA_LOSS, "truncated: 79 bytes");
   expectCode("truncated.kiln", std::vector<char>(good.begin(), good.end() - 1),
@@ -416,6 +416,10 @@ TEST_F(RuntimeApiTest, ModelInfo) {
   ASSERT_EQ(kiln_model_output_count(model), 3);
   EXPECT_EQ(kiln_model_input_count(nullptr), 0);
   EXPECT_EQ(kiln_model_output_count(nullptr), 0);
+  // The outputs are on the heap; a temporary of the matmul is in the arena,
+  // which the runs below reuse across batch sizes and sessions.
+  EXPECT_GT(kiln_model_arena_bytes(model), 0u);
+  EXPECT_EQ(kiln_model_arena_bytes(nullptr), 0u);
 
   kiln_io_info_t info;
   ASSERT_OK(kiln_model_input_info(model, 0, &info));

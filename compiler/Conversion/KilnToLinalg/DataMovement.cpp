@@ -110,7 +110,7 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
         known = m.mul(known, resolved[dim]);
         continue;
       }
-      requested[dim] = extractIndex(rewriter, loc, adaptor.getShape(), dim);
+      requested[dim] = shapeEntry(rewriter, loc, op.getShape(), dim);
       Value copied = dim < (int64_t)inputSizes.size()
                          ? indexValue(rewriter, loc, inputSizes[dim])
                          : requested[dim];
@@ -308,9 +308,9 @@ struct SliceLowering : public OpConversionPattern<SliceOp> {
                      [](const APInt &step) { return step.isStrictlyPositive(); });
     for (auto [i, axis] : llvm::enumerate(op.getAxes())) {
       Value size = indexValue(rewriter, loc, sizes[axis]);
-      Value start = m.wrapNegative(extractIndex(rewriter, loc, adaptor.getStarts(), i), size);
-      Value end = m.wrapNegative(extractIndex(rewriter, loc, adaptor.getEnds(), i), size);
-      Value step = m.nonZero(extractIndex(rewriter, loc, adaptor.getSteps(), i));
+      Value start = m.wrapNegative(shapeEntry(rewriter, loc, op.getStarts(), i), size);
+      Value end = m.wrapNegative(shapeEntry(rewriter, loc, op.getEnds(), i), size);
+      Value step = m.nonZero(shapeEntry(rewriter, loc, op.getSteps(), i));
       // Forward: clamp both into [0, size]. Backward: start into
       // [0, size - 1] and end into [-1, size - 1].
       Value forwardStart = m.clamp(start, m.c(0), size);
@@ -442,7 +442,7 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
         continue;
       }
       // A 1 in the shape keeps the input's size.
-      Value requested = extractIndex(rewriter, loc, adaptor.getShape(), shapeIndex);
+      Value requested = shapeEntry(rewriter, loc, op.getShape(), shapeIndex);
       check(rewriter, loc, op, m.lt(m.c(-1), requested),
             "requested size " + Twine(shapeIndex) + " is negative");
       sizes.push_back(m.select(m.eq(requested, m.c(1)), inputSize, requested));
@@ -467,7 +467,7 @@ struct TileLowering : public OpConversionPattern<TileOp> {
     SmallVector<OpFoldResult> sizes;
     for (auto [dim, size] : llvm::enumerate(inputSizes)) {
       inputDims.push_back(indexValue(rewriter, loc, size));
-      Value repeats = extractIndex(rewriter, loc, adaptor.getRepeats(), dim);
+      Value repeats = shapeEntry(rewriter, loc, op.getRepeats(), dim);
       check(rewriter, loc, op, m.lt(m.c(-1), repeats),
             "repeats " + Twine(dim) + " is negative");
       sizes.push_back(m.mul(inputDims.back(), repeats));
@@ -534,12 +534,9 @@ struct RangeLowering : public OpConversionPattern<RangeOp> {
     IndexMath m{rewriter, loc};
     auto resultType = cast<RankedTensorType>(op.getType());
     Type elementType = resultType.getElementType();
-    auto scalar = [&](Value tensor) {
-      return rewriter.create<tensor::ExtractOp>(loc, tensor, ValueRange{});
-    };
-    Value start = scalar(adaptor.getStart());
-    Value limit = scalar(adaptor.getLimit());
-    Value delta = scalar(adaptor.getDelta());
+    Value start = entryValue(rewriter, loc, op.getStart(), 0);
+    Value limit = entryValue(rewriter, loc, op.getLimit(), 0);
+    Value delta = entryValue(rewriter, loc, op.getDelta(), 0);
     Value count;
     if (isa<FloatType>(elementType)) {
       Value steps = rewriter.create<math::CeilOp>(

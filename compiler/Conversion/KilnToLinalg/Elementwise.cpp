@@ -122,8 +122,9 @@ Value floatOrInt(OpBuilder &b, Location loc, ValueRange args) {
   return b.create<I>(loc, args);
 }
 
-/// The scalar computation of elementwise op `op` on one element of each
-/// operand; `resultType` is the result's element type.
+} // namespace
+
+namespace lowering {
 Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                  Type resultType) {
   Value x = args[0];
@@ -216,6 +217,34 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](CastOp) { return emitCast(b, loc, x, resultType); });
 }
 
+/// The ops emitScalar knows.
+static ArrayRef<StringRef> elementwiseOpNames() {
+  static const StringRef names[] = {
+      NegOp::getOperationName(),     AbsOp::getOperationName(),
+      ReluOp::getOperationName(),    ExpOp::getOperationName(),
+      LogOp::getOperationName(),     SqrtOp::getOperationName(),
+      RsqrtOp::getOperationName(),   ReciprocalOp::getOperationName(),
+      ErfOp::getOperationName(),     TanhOp::getOperationName(),
+      SigmoidOp::getOperationName(), SiluOp::getOperationName(),
+      CosOp::getOperationName(),     SinOp::getOperationName(),
+      NotOp::getOperationName(),     GeluOp::getOperationName(),
+      AddOp::getOperationName(),     SubOp::getOperationName(),
+      MulOp::getOperationName(),     DivOp::getOperationName(),
+      PowOp::getOperationName(),     MaxOp::getOperationName(),
+      MinOp::getOperationName(),     AndOp::getOperationName(),
+      OrOp::getOperationName(),      XorOp::getOperationName(),
+      CompareOp::getOperationName(), WhereOp::getOperationName(),
+      ClampOp::getOperationName(),   CastOp::getOperationName()};
+  return names;
+}
+
+bool isElementwiseOp(Operation *op) {
+  return llvm::is_contained(elementwiseOpNames(), op->getName().getStringRef());
+}
+} // namespace lowering
+
+namespace {
+
 /// Lowers any op that emitScalar knows into one broadcasting linalg.generic.
 struct ElementwiseLowering : public ConversionPattern {
   ElementwiseLowering(StringRef opName, MLIRContext *ctx)
@@ -243,7 +272,7 @@ struct ElementwiseLowering : public ConversionPattern {
         loc, resultType, operands, init, maps, iterators,
         [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
           Value result =
-              emitScalar(op, b, nestedLoc, args.drop_back(), elementType);
+              lowering::emitScalar(op, b, nestedLoc, args.drop_back(), elementType);
           b.create<linalg::YieldOp>(nestedLoc, result);
         });
     rewriter.replaceOp(op, generic.getResults());
@@ -255,22 +284,7 @@ struct ElementwiseLowering : public ConversionPattern {
 
 void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  for (StringRef name : {
-           NegOp::getOperationName(), AbsOp::getOperationName(),
-           ReluOp::getOperationName(), ExpOp::getOperationName(),
-           LogOp::getOperationName(), SqrtOp::getOperationName(),
-           RsqrtOp::getOperationName(), ReciprocalOp::getOperationName(),
-           ErfOp::getOperationName(), TanhOp::getOperationName(),
-           SigmoidOp::getOperationName(), SiluOp::getOperationName(),
-           CosOp::getOperationName(), SinOp::getOperationName(),
-           NotOp::getOperationName(), GeluOp::getOperationName(),
-           AddOp::getOperationName(), SubOp::getOperationName(),
-           MulOp::getOperationName(), DivOp::getOperationName(),
-           PowOp::getOperationName(), MaxOp::getOperationName(),
-           MinOp::getOperationName(), AndOp::getOperationName(),
-           OrOp::getOperationName(), XorOp::getOperationName(),
-           CompareOp::getOperationName(), WhereOp::getOperationName(),
-           ClampOp::getOperationName(), CastOp::getOperationName()})
+  for (StringRef name : lowering::elementwiseOpNames())
     patterns.add<ElementwiseLowering>(name, ctx);
 }
 

@@ -77,9 +77,21 @@ void checkResultSizes(mlir::OpBuilder &b, mlir::Location loc,
                       mlir::Operation *op, mlir::RankedTensorType resultType,
                       llvm::ArrayRef<mlir::OpFoldResult> sizes,
                       const llvm::Twine &result = "the result");
-/// Element `i` of a 1-D i64 tensor as an index value.
-mlir::Value extractIndex(mlir::OpBuilder &b, mlir::Location loc,
-                         mlir::Value tensor, int64_t i);
+/// Entry `i` (row-major) of the kiln operand `tensor` (the op's own operand,
+/// not the adaptor's), in its element type.
+mlir::Value entryValue(mlir::ConversionPatternRewriter &rewriter,
+                       mlir::Location loc, mlir::Value tensor, int64_t i);
+/// entryValue of the i64 `shape` (a 1-D shape, or a 0-d scalar with i = 0)
+/// as an index value.
+mlir::Value shapeEntry(mlir::ConversionPatternRewriter &rewriter,
+                       mlir::Location loc, mlir::Value shape, int64_t i);
+/// The scalar computation of elementwise op `op` on one element of each
+/// operand; `resultType` is the result's element type.
+mlir::Value emitScalar(mlir::Operation *op, mlir::OpBuilder &b,
+                       mlir::Location loc, mlir::ValueRange args,
+                       mlir::Type resultType);
+/// Whether emitScalar knows `op`.
+bool isElementwiseOp(mlir::Operation *op);
 /// The elements of `input` in row-major order with the shape `sizes`, typed
 /// `resultType`. A view where bufferization can make one.
 mlir::Value reshapeTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,

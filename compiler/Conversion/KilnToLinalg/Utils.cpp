@@ -1,5 +1,6 @@
 //===- Utils.cpp - Helpers shared by the kiln to linalg patterns ----------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -132,10 +133,91 @@ Value broadcastTo(OpBuilder &b, Location loc, Operation *op,
       .getResult(0);
 }
 
-Value extractIndex(OpBuilder &b, Location loc, Value tensor, int64_t i) {
-  Value index = b.create<arith::ConstantIndexOp>(loc, i);
-  Value element = b.create<tensor::ExtractOp>(loc, tensor, index);
-  return b.create<arith::IndexCastOp>(loc, b.getIndexType(), element);
+/// Entry `i` (row-major) of the small integer kiln value `value`, computed
+/// from the scalars that built it: constants, kiln.dim, and elementwise
+/// arithmetic on them, through unsqueeze, reshape and concat. Null where a
+/// producer is something else.
+static Value tracedEntry(ConversionPatternRewriter &rewriter, Location loc,
+                         Value value, int64_t i, unsigned depth) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  Operation *op = value.getDefiningOp();
+  // Shape computations are a handful of small ops; anything bigger is data.
+  constexpr int64_t kMaxElements = 16;
+  if (!op || depth > 32 || !type || !type.hasStaticShape() ||
+      type.getNumElements() > kMaxElements || !type.getElementType().isSignlessInteger())
+    return nullptr;
+  if (auto constant = dyn_cast<ConstantOp>(op)) {
+    auto dense = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+    if (!dense)
+      return nullptr;
+    return rewriter.create<arith::ConstantOp>(
+        loc, rewriter.getIntegerAttr(type.getElementType(),
+                                     dense.getValues<APInt>()[dense.isSplat() ? 0 : i]));
+  }
+  if (auto dim = dyn_cast<DimOp>(op)) {
+    Value size = rewriter.create<tensor::DimOp>(
+        loc, rewriter.getRemappedValue(dim.getInput()), dim.getIndex());
+    return rewriter.create<arith::IndexCastOp>(loc, rewriter.getI64Type(), size);
+  }
+  // These keep the row-major order of the elements.
+  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp>(op))
+    return tracedEntry(rewriter, loc, op->getOperand(0), i, depth + 1);
+  if (auto concat = dyn_cast<ConcatOp>(op)) {
+    if (type.getRank() != 1)
+      return nullptr;
+    for (Value input : concat.getInputs()) {
+      int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(0);
+      if (i < size)
+        return tracedEntry(rewriter, loc, input, i, depth + 1);
+      i -= size;
+    }
+    return nullptr;
+  }
+  if (!isElementwiseOp(op))
+    return nullptr;
+  // The operands' entries at i's position, with ONNX broadcasting.
+  SmallVector<int64_t> position(type.getRank());
+  for (int64_t d = type.getRank(), rest = i; d-- > 0;) {
+    position[d] = rest % type.getDimSize(d);
+    rest /= type.getDimSize(d);
+  }
+  SmallVector<Value> args;
+  for (Value operand : op->getOperands()) {
+    auto operandType = dyn_cast<RankedTensorType>(operand.getType());
+    if (!operandType || !operandType.hasStaticShape())
+      return nullptr;
+    int64_t index = 0, offset = type.getRank() - operandType.getRank();
+    for (int64_t d = 0; d < operandType.getRank(); ++d)
+      index = index * operandType.getDimSize(d) +
+              (operandType.getDimSize(d) == 1 ? 0 : position[offset + d]);
+    Value arg = tracedEntry(rewriter, loc, operand, index, depth + 1);
+    if (!arg)
+      return nullptr;
+    args.push_back(arg);
+  }
+  return emitScalar(op, rewriter, loc, args, type.getElementType());
+}
+
+Value entryValue(ConversionPatternRewriter &rewriter, Location loc, Value tensor,
+                 int64_t i) {
+  // Exporters compute shapes from the sizes of other tensors (kiln.dim, then
+  // arithmetic, unsqueeze and concat). Computing those entries from the
+  // sizes directly, rather than reading them from the shape tensor's buffer,
+  // keeps them expressions of the inputs' dims: foldable, and boundable by
+  // the memory planner.
+  if (Value traced = tracedEntry(rewriter, loc, tensor, i, 0))
+    return traced;
+  Value index = rewriter.create<arith::ConstantIndexOp>(loc, i);
+  return rewriter.create<tensor::ExtractOp>(
+      loc, rewriter.getRemappedValue(tensor),
+      cast<RankedTensorType>(tensor.getType()).getRank() ? ValueRange{index}
+                                                          : ValueRange{});
+}
+
+Value shapeEntry(ConversionPatternRewriter &rewriter, Location loc, Value shape,
+                 int64_t i) {
+  return rewriter.create<arith::IndexCastOp>(loc, rewriter.getIndexType(),
+                                             entryValue(rewriter, loc, shape, i));
 }
 
 Value reshapeTo(OpBuilder &b, Location loc, Value input,

@@ -37,6 +37,9 @@ def Kiln_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kDimsAttrName = "kiln.dims";
     /// Argument/result attribute holding the ONNX value name.
     static constexpr ::llvm::StringLiteral kNameAttrName = "kiln.name";
+    /// Argument attribute bounding each dimension from above (array<i64>):
+    /// the declared dim bounds, which memory planning sizes buffers for.
+    static constexpr ::llvm::StringLiteral kDimMaxAttrName = "kiln.dim_max";
   }];
 }
 

@@ -23,9 +23,21 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return builder.create<ConstantOp>(loc, type, elements);
 }
 
-/// Checks a `kiln.dims` or `kiln.name` attribute placed on a value of `type`.
+/// Checks a `kiln.dims`, `kiln.name` or `kiln.dim_max` attribute placed on a
+/// value of `type`.
 static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
                                           Type type, StringRef what) {
+  if (attr.getName() == KilnDialect::kDimMaxAttrName) {
+    auto maxima = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!maxima || !shaped || !shaped.hasRank() ||
+        shaped.getRank() != maxima.size() ||
+        llvm::any_of(maxima.asArrayRef(), [](int64_t max) { return max < 0; }))
+      return op->emitError() << "'" << KilnDialect::kDimMaxAttrName << "' on "
+                             << what << " must be one non-negative size per "
+                             << "dimension of " << type;
+    return success();
+  }
   if (attr.getName() == KilnDialect::kNameAttrName) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError() << "'" << KilnDialect::kNameAttrName << "' on "

@@ -139,6 +139,11 @@ KILN_API kiln_status_t kiln_model_input_info(const kiln_model_t *model,
 KILN_API kiln_status_t kiln_model_output_info(const kiln_model_t *model,
                                               int32_t index,
                                               kiln_io_info_t *out_info);
+/* The bytes of the arena in which the model's code places its intermediate
+ * buffers (0 when the compiler planned none). Every session allocates one
+ * when it is created and reuses it for all its runs; buffers the plan could
+ * not bound, and outputs, are allocated per run. 0 for NULL. */
+KILN_API size_t kiln_model_arena_bytes(const kiln_model_t *model);
 /* The index of the input or output called `name`, or -1. */
 KILN_API int32_t kiln_model_find_input(const kiln_model_t *model,
                                        const char *name);

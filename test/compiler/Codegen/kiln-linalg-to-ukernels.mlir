@@ -535,3 +535,32 @@ func.func @on_tensors(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4xf3
   %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x4xf32>) outs(%f : tensor<4x4xf32>) -> tensor<4x4xf32>
   return %m : tensor<4x4xf32>
 }
+
+// -----
+
+// Tests that the address of a buffer planned in the arena (a memref.view,
+// here through a subview) is the arena's aligned pointer plus the view's
+// byte shift, and then the subview's offset: the pointer is extracted from
+// the arena itself, since MLIR 19's expand-strided-metadata folds the
+// extraction through views as if they did not shift the pointer.
+
+// CHECK-LABEL: func.func @planned_buffer(
+// CHECK-SAME: %[[ARENA:[a-zA-Z0-9_]+]]: memref<4096xi8>
+// CHECK: %[[SHIFT:.+]] = arith.constant 1024 : index
+// CHECK: %[[VIEW:.+]] = memref.view %[[ARENA]][%[[SHIFT]]][]
+// CHECK: %[[SUB:.+]] = memref.subview %[[VIEW]]
+// CHECK: %{{.+}}, %[[OFF:.+]], %{{.+}}:2, %{{.+}}:2 = memref.extract_strided_metadata %[[SUB]]
+// CHECK: %[[BASE:.+]] = memref.extract_aligned_pointer_as_index %[[ARENA]] : memref<4096xi8> -> index
+// CHECK: %[[SHIFTED:.+]] = arith.addi %[[BASE]], %[[SHIFT]] : index
+// CHECK: %[[SHIFTED_I64:.+]] = arith.index_cast %[[SHIFTED]] : index to i64
+// CHECK: %[[OFF_I64:.+]] = arith.index_cast %[[OFF]] : index to i64
+// CHECK: %[[OFF_BYTES:.+]] = arith.muli %[[OFF_I64]], %{{.+}} : i64
+// CHECK: arith.addi %[[SHIFTED_I64]], %[[OFF_BYTES]] : i64
+// CHECK: call @kiln_ukernel_sgemm
+func.func @planned_buffer(%b: memref<8x4xf32>, %c: memref<4x4xf32>, %arena: memref<4096xi8>) {
+  %shift = arith.constant 1024 : index
+  %view = memref.view %arena[%shift][] : memref<4096xi8> to memref<8x8xf32>
+  %a = memref.subview %view[4, 0] [4, 8] [1, 1] : memref<8x8xf32> to memref<4x8xf32, strided<[8, 1], offset: 32>>
+  linalg.matmul ins(%a, %b : memref<4x8xf32, strided<[8, 1], offset: 32>>, memref<8x4xf32>) outs(%c : memref<4x4xf32>)
+  return
+}

@@ -1063,6 +1063,40 @@ func.func @reshape_copy_static(%x: tensor<?x4x16xf32>, %s: tensor<2xi64>) -> ten
 
 // -----
 
+// Tests that a shape that exporters build from sizes (kiln.dim, arithmetic,
+// unsqueeze, concat) is computed from those sizes, not read back from the
+// shape tensor: entry 0 is dim 0 of %x, entry 1 is dim 1 of %x minus 1,
+// entry 2 is a constant. The shape's own ops still lower (dead, for
+// canonicalization to remove).
+
+// CHECK-LABEL: func.func @reshape_traced_shape
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>)
+// CHECK: cf.assert %{{.+}}, "kiln.concat: the result dim 0 is not the declared 3"
+// CHECK: %[[D0_I64:.+]] = arith.index_cast %[[D0:dim_[0-9]+]] : index to i64
+// CHECK-NEXT: %[[R0:.+]] = arith.index_cast %[[D0_I64]] : i64 to index
+// CHECK: arith.cmpi eq, %[[R0]]
+// CHECK: %[[D1:.+]] = tensor.dim %[[X]], %[[C1:.+]] : tensor<?x?x64xf32>
+// CHECK-NEXT: %[[D1_I64:.+]] = arith.index_cast %[[D1]] : index to i64
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : i64
+// CHECK-NEXT: %[[DIFF:.+]] = arith.subi %[[D1_I64]], %[[ONE]] : i64
+// CHECK-NEXT: %[[R1:.+]] = arith.index_cast %[[DIFF]] : i64 to index
+// CHECK-NOT: tensor.extract
+// CHECK: tensor.reshape %[[X]]
+func.func @reshape_traced_shape(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  %one = kiln.constant dense<1> : tensor<i64>
+  %tail = kiln.constant dense<64> : tensor<1xi64>
+  %d0 = kiln.dim %x {index = 0 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+  %d1 = kiln.dim %x {index = 1 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+  %shorter = kiln.sub %d1, %one : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %e0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %e1 = kiln.unsqueeze %shorter {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %s = kiln.concat %e0, %e1, %tail {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %y = kiln.reshape %x, %s : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
+  return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
 // Tests that squeeze is a tensor.reshape to the input sizes without the
 // squeezed axes, with no run-time check for a squeezed dim that is static 1.
 

@@ -27,7 +27,8 @@ that quote these numbers without hard-coding them.
 other sets are for tests of known bugs, kept apart so that they do not change
 the damaged set: --set=inconsistent writes well-formed manifests (checksum
 recomputed) that disagree with the code: no weights, an input or an output
-dropped, an output's rank cut by one; --set=reserved writes
+dropped, an output's rank cut by one, an arena 64 bytes smaller than
+the code's; --set=reserved writes
 reserved-nonzero.kiln, whose header's reserved field (documented as zero) is
 1, checksum recomputed.
 """
@@ -94,7 +95,7 @@ def main():
     assert which in ("--set=damaged", "--set=inconsistent", "--set=reserved"), which
     good = bytearray(open(good_path, "rb").read())
     h = read_header(good)
-    assert h["magic"] == b"KILNART\0" and h["formatVersion"] == 1, "not a good artifact"
+    assert h["magic"] == b"KILNART\0" and h["formatVersion"] == 2, "not a good artifact"
     fixed = bytearray(good)
     fix_checksum(fixed)
     assert fixed == good, "the checksum recipe does not reproduce the artifact's checksum"
@@ -134,6 +135,9 @@ def main():
         with_manifest("inconsistent-drop-input", lambda m: m["inputs"].pop())
         with_manifest("inconsistent-drop-output", lambda m: m["outputs"].pop())
         with_manifest("inconsistent-output-rank", lambda m: m["outputs"][0]["dims"].pop())
+        # The code would write past a smaller arena.
+        with_manifest("inconsistent-arena",
+                      lambda m: m.update(arena_bytes=max(m["arena_bytes"] - 64, 0)))
         return write(out_dir, h, variants, None)
     if which == "--set=reserved":
         with_fields("reserved-nonzero", reserved=1)
@@ -144,8 +148,8 @@ def main():
     data[0:8] = b"NOTKILN\0"
     variant("bad-magic", data)
     data = bytearray(good)
-    set_field(data, "formatVersion", 2)
-    variant("version-2", data)
+    set_field(data, "formatVersion", 3)
+    variant("version-3", data)
     data = bytearray(good)
     set_field(data, "headerSize", 64)
     variant("header-size", data)
