@@ -13,6 +13,9 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/EquivalenceClasses.h"
 
 #include <algorithm>
@@ -110,7 +113,7 @@ public:
     if (depth > 4096)
       return std::nullopt;
     ++depth;
-    MaybeRange range = compute(value);
+    MaybeRange range = fitsType(compute(value), value.getType());
     --depth;
     if (!range) {
       if (!unboundedLeaf)
@@ -120,6 +123,9 @@ public:
     currentCache()[value] = range;
     return range;
   }
+
+  /// Starts recording what the next unbounded size depends on.
+  void forgetUnboundedLeaf() { unboundedLeaf = nullptr; }
 
   /// What the last unbounded size depends on, for the report: the innermost
   /// value without a bound, as an op name or an argument number.
@@ -131,31 +137,59 @@ public:
       leaf = "dim " + std::to_string(*dim.getConstantIndex()) + " of argument #" +
              std::to_string(argument.getArgNumber()) + ", which has no " +
              KilnDialect::kDimMaxAttrName.str();
-    else if (unboundedLeaf && unboundedLeaf.getDefiningOp())
+    else if (auto blockArgument = dyn_cast_or_null<BlockArgument>(unboundedLeaf))
+      leaf = "argument #" + std::to_string(blockArgument.getArgNumber());
+    else if (unboundedLeaf)
       leaf = unboundedLeaf.getDefiningOp()->getName().getStringRef().str();
     unboundedLeaf = nullptr;
     return leaf;
   }
 
 private:
+  /// `range` when every value in it is representable in `type` (index is 64
+  /// bits wide); else unknown, since the arithmetic evaluated in 64 bits
+  /// would have wrapped in the narrower type.
+  static MaybeRange fitsType(MaybeRange range, Type type) {
+    auto integer = dyn_cast<IntegerType>(type);
+    if (!range || !integer || integer.getWidth() >= 64)
+      return range;
+    int64_t width = integer.getWidth();
+    int64_t lowest = -(int64_t(1) << (width - 1)), highest = (int64_t(1) << (width - 1)) - 1;
+    if (range->min < lowest || range->max > highest)
+      return std::nullopt;
+    return range;
+  }
+
   MaybeRange compute(Value value) {
     Operation *op = value.getDefiningOp();
     if (!op)
       return std::nullopt;
     IntegerAttr constant;
-    if (matchPattern(value, m_Constant(&constant)))
+    if (matchPattern(value, m_Constant(&constant))) {
+      if (constant.getValue().getBitWidth() > 64)
+        return std::nullopt;
       return Range{constant.getValue().getSExtValue(),
                    constant.getValue().getSExtValue()};
+    }
     if (auto dim = dyn_cast<memref::DimOp>(op))
       return dimRange(dim);
     if (auto apply = dyn_cast<affine::AffineApplyOp>(op))
       return affineRange(apply.getAffineMap().getResult(0), apply.getOperands(),
                          apply.getAffineMap().getNumDims());
-    if (isa<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp>(op))
+    // Casts keep the value where it fits the result type (checked by
+    // fitsType); the unsigned ones also need it non-negative.
+    if (isa<arith::IndexCastOp, arith::ExtSIOp, arith::TruncIOp>(op))
       return of(op->getOperand(0));
+    if (isa<arith::IndexCastUIOp, arith::ExtUIOp>(op)) {
+      MaybeRange range = of(op->getOperand(0));
+      return range && range->min >= 0 ? range : std::nullopt;
+    }
     if (auto select = dyn_cast<arith::SelectOp>(op))
       return selectRange(select);
-    if (op->getNumOperands() != 2)
+    if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::MaxSIOp,
+             arith::MinSIOp, arith::MaxUIOp, arith::MinUIOp, arith::DivSIOp,
+             arith::DivUIOp, arith::FloorDivSIOp, arith::CeilDivSIOp,
+             arith::CeilDivUIOp, arith::RemSIOp, arith::RemUIOp>(op))
       return std::nullopt;
     MaybeRange a = of(op->getOperand(0)), b = of(op->getOperand(1));
     if (!a || !b)
@@ -378,6 +412,12 @@ struct Buffer {
   OpOperand *firstUse = nullptr;
 };
 
+/// Whether `name` is one of the runtime's microkernels, which use the
+/// buffers they are given only during the call.
+bool isUkernel(StringRef name) {
+  return name == kSgemmUkernel || name == kAttentionUkernel;
+}
+
 /// Why a buffer stays on the heap, or "" when it can be planned.
 using Verdict = std::string;
 
@@ -401,11 +441,22 @@ Verdict traceUses(Buffer &buffer, Block &block,
       Operation *user = use.getOwner();
       if (isa<func::ReturnOp>(user))
         return "returned";
-      if ((isa<memref::StoreOp>(user) &&
-           cast<memref::StoreOp>(user).getValueToStore() == value) ||
-          (isa<LLVM::StoreOp>(user) &&
-           cast<LLVM::StoreOp>(user).getValue() == value))
-        return "its address is stored";
+      if (isa<memref::DeallocOp, memref::ReallocOp>(user))
+        return "freed or reallocated explicitly";
+      if (auto call = dyn_cast<CallOpInterface>(user)) {
+        auto callee = dyn_cast_if_present<SymbolRefAttr>(call.getCallableForCallee());
+        if (!callee || !isUkernel(callee.getLeafReference()))
+          return "passed to a call that may keep it";
+      }
+      // An address as a number may be copied anywhere: it is followed through
+      // ops without memory effects, and anything else that takes it keeps the
+      // buffer on the heap.
+      bool isAddress = !isa<MemRefType>(value.getType());
+      bool isTerminator = user->hasTrait<OpTrait::IsTerminator>();
+      if (isAddress && !isa<CallOpInterface>(user) &&
+          (isTerminator ? !isa<RegionBranchOpInterface>(user->getParentOp())
+                        : !isMemoryEffectFree(user)))
+        return "its address reaches " + user->getName().getStringRef().str();
       Operation *anchor = block.findAncestorOpInBlock(*user);
       if (!anchor)
         return "used outside the entry block";
@@ -433,7 +484,7 @@ Verdict traceUses(Buffer &buffer, Block &block,
       }
       derive(user->getResults());
       // A terminator in a nested region hands its operands to its parent.
-      if (user->hasTrait<OpTrait::IsTerminator>() && user != anchor)
+      if (isTerminator && user != anchor)
         derive(user->getParentOp()->getResults());
     }
   }
@@ -451,9 +502,22 @@ Verdict traceUses(Buffer &buffer, Block &block,
 std::optional<int64_t> elementBytes(Type type) {
   if (type.isIndex())
     return 8;
-  if (type.isIntOrFloat())
-    return (type.getIntOrFloatBitWidth() + 7) / 8;
-  return std::nullopt;
+  if (!type.isIntOrFloat())
+    return std::nullopt;
+  // Other widths (i24, f80) are padded in memory in target-specific ways.
+  switch (type.getIntOrFloatBitWidth()) {
+  case 1:
+  case 8:
+    return 1;
+  case 16:
+    return 2;
+  case 32:
+    return 4;
+  case 64:
+    return 8;
+  default:
+    return std::nullopt;
+  }
 }
 
 /// Whether `op` can write its result over `input`, the buffer it reads last:
@@ -523,17 +587,9 @@ int64_t placeGroups(std::vector<Group> &groups) {
   return arenaBytes;
 }
 
-/// The ONNX node an op came from (the name in its location), else the op's
-/// own name.
+/// The ONNX node an op came from, else the op's own name.
 std::string origin(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
+  std::string name = onnxNodeName(op->getLoc());
   return name.empty() ? op->getName().getStringRef().str() : name;
 }
 
@@ -546,6 +602,12 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
     if (!func || func.isExternal() || !func.getBody().hasOneBlock()) {
       module.emitError() << "kiln-plan-memory: no single-block entry function '"
                          << functionName << "'";
+      return signalPassFailure();
+    }
+    // Sums of buffer sizes stay far from overflowing 64 bits.
+    constexpr int64_t kMaxBytes = int64_t(1) << 62;
+    if (maxBufferBytes < 0 || maxBufferBytes > kMaxBytes) {
+      module.emitError() << "kiln-plan-memory: max-buffer-bytes must lie in [0, 2^62]";
       return signalPassFailure();
     }
     Block &block = func.getBody().front();
@@ -568,12 +630,19 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
         keepOnHeap(alloc, "not an identity-layout buffer of the default memory space");
         continue;
       }
+      if (alloc.getAlignment().value_or(1) > artifact::kArenaAlignment) {
+        keepOnHeap(alloc, "asks for " + Twine(*alloc.getAlignment()) +
+                              "-byte alignment, more than the arena's " +
+                              Twine(artifact::kArenaAlignment));
+        continue;
+      }
       std::optional<int64_t> bytes = elementBytes(type.getElementType());
       if (!bytes) {
         keepOnHeap(alloc, "the planner does not size its element type");
         continue;
       }
       std::string unbounded;
+      bounds.forgetUnboundedLeaf();
       for (int64_t dim = 0; dim < type.getRank() && unbounded.empty(); ++dim) {
         int64_t size = type.getDimSize(dim);
         if (type.isDynamicDim(dim)) {
@@ -610,11 +679,18 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
       buffers.push_back(buffer);
     }
 
+    // The arena is never larger than the sum of the buffers.
+    int64_t bufferBytes = 0;
+    for (const Buffer &buffer : buffers) {
+      bufferBytes += buffer.bytes;
+      if (bufferBytes > kMaxBytes) {
+        module.emitError() << "kiln-plan-memory: the planned buffers may need "
+                              "more than 2^62 bytes; lower max-buffer-bytes";
+        return signalPassFailure();
+      }
+    }
     std::vector<Group> groups = groupInPlaceWrites(buffers);
     int64_t arenaBytes = placeGroups(groups);
-    int64_t bufferBytes = 0;
-    for (const Buffer &buffer : buffers)
-      bufferBytes += buffer.bytes;
 
     // The arena: a new last argument, and every planned buffer a view of it.
     auto arenaType = MemRefType::get({arenaBytes}, b.getI8Type());

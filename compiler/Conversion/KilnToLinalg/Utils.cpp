@@ -1,5 +1,6 @@
 //===- Utils.cpp - Helpers shared by the kiln to linalg patterns ----------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -166,7 +167,10 @@ static Value tracedEntry(ConversionPatternRewriter &rewriter, Location loc,
     if (type.getRank() != 1)
       return nullptr;
     for (Value input : concat.getInputs()) {
+      // An input of unknown length leaves the later entries' positions open.
       int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(0);
+      if (ShapedType::isDynamic(size))
+        return nullptr;
       if (i < size)
         return tracedEntry(rewriter, loc, input, i, depth + 1);
       i -= size;
@@ -306,14 +310,7 @@ Value indexToScalar(OpBuilder &b, Location loc, Value value, Type type) {
 /// "node 'NAME' (kiln.add)", from the ONNX node name the importer put in the
 /// op's location.
 static std::string describe(Operation *op) {
-  std::string name;
-  op->getLoc()->walk([&](Location loc) {
-    if (auto named = dyn_cast<NameLoc>(loc)) {
-      name = named.getName().str();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
+  std::string name = onnxNodeName(op->getLoc());
   std::string kind = op->getName().getStringRef().str();
   return name.empty() ? kind : "node '" + name + "' (" + kind + ")";
 }

@@ -107,3 +107,15 @@ SmallVector<std::string> kiln::getResultDimNames(func::FuncOp func,
                                                  unsigned index) {
   return dimNames(func.getResultAttrDict(index));
 }
+
+std::string kiln::onnxNodeName(Location loc) {
+  std::string name;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner)) {
+      name = named.getName().str();
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return name;
+}

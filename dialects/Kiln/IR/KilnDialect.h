@@ -17,6 +17,10 @@ llvm::SmallVector<std::string> getArgumentDimNames(mlir::func::FuncOp func,
 llvm::SmallVector<std::string> getResultDimNames(mlir::func::FuncOp func,
                                                  unsigned index);
 
+/// The ONNX node name that the importer records in an op's location (a
+/// NameLoc, possibly inside a fused location), or "" when there is none.
+std::string onnxNodeName(mlir::Location loc);
+
 } // namespace kiln
 
 #endif // KILN_DIALECT_KILN_IR_KILNDIALECT_H

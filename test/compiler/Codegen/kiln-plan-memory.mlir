@@ -163,9 +163,10 @@ func.func @main(%x: memref<?x?xf32> {kiln.dim_max = array<i64: 8, 4>}) -> f32 {
 // -----
 
 // Tests that a buffer lives as long as a pointer taken from it: %a's address
-// reaches a call after %b's first use, so the two do not share, and the
-// address is rebuilt as the arena's plus %a's offset (MLIR 19 would drop a
-// view's offset when it folds the pointer extraction).
+// reaches a microkernel call (the pass knows the runtime's by name; they
+// keep no pointer past the call) after %b's first use, so the two do not
+// share, and the address is rebuilt as the arena's plus %a's offset (MLIR 19
+// would drop a view's offset when it folds the pointer extraction).
 
 // CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 128 : i64,
 // CHECK-SAME: {bytes = 64 : i64, first = 2 : i64, last = 7 : i64, offset = 0 : i64, op = "a"}
@@ -176,8 +177,8 @@ func.func @main(%x: memref<?x?xf32> {kiln.dim_max = array<i64: 8, 4>}) -> f32 {
 // CHECK: %[[B_OFFSET:.+]] = arith.constant 64 : index
 // CHECK: memref.view %[[ARENA]][%[[B_OFFSET]]][]
 // CHECK: %[[ADDRESS_I64:.+]] = arith.index_cast %[[ADDRESS]] : index to i64
-// CHECK: call @consume(%[[ADDRESS_I64]])
-func.func private @consume(i64)
+// CHECK: call @kiln_ukernel_attention(%[[ADDRESS_I64]])
+func.func private @kiln_ukernel_attention(i64)
 func.func @main(%x: memref<16xf32>) -> f32 {
   %c0 = arith.constant 0 : index
   %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32> loc("a")
@@ -186,7 +187,7 @@ func.func @main(%x: memref<16xf32>) -> f32 {
   %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
   memref.copy %x, %b : memref<16xf32> to memref<16xf32>
   %address_i64 = arith.index_cast %address : index to i64
-  func.call @consume(%address_i64) : (i64) -> ()
+  func.call @kiln_ukernel_attention(%address_i64) : (i64) -> ()
   %first = memref.load %b[%c0] : memref<16xf32>
   return %first : f32
 }
@@ -203,4 +204,42 @@ func.func @main(%x: memref<16xf32>) -> memref<16xf32> {
   %flat = memref.collapse_shape %a [[0, 1]] : memref<4x4xf32> into memref<16xf32>
   memref.copy %x, %flat : memref<16xf32> to memref<16xf32>
   return %flat : memref<16xf32>
+}
+
+// -----
+
+// Tests that buffers the pass cannot prove safe to place stay on the heap,
+// each with its reason: an address stored to memory (it may be loaded and
+// used after the buffer's last visible use), a buffer passed to a call that
+// is not a runtime microkernel, one freed explicitly, one asking for more
+// alignment than the arena gives, and one whose size goes through an i8,
+// where a dim of up to 200 would wrap (no bound is then claimed).
+
+// CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 0 : i64, buffer_bytes = 0 : i64, buffers = []
+// CHECK-SAME: {op = "stored", reason = "its address reaches affine.store"}
+// CHECK-SAME: {op = "called", reason = "passed to a call that may keep it"}
+// CHECK-SAME: {op = "freed", reason = "freed or reallocated explicitly"}
+// CHECK-SAME: {op = "aligned", reason = "asks for 128-byte alignment, more than the arena's 64"}
+// CHECK-SAME: {op = "narrow", reason = "dim 0 has no upper bound (it depends on arith.index_cast)"}
+// CHECK-COUNT-5: memref.alloc
+// CHECK-NOT: memref.view
+func.func private @keep(memref<16xf32>)
+func.func @main(%x: memref<?xf32> {kiln.dim_max = array<i64: 200>},
+                %slot: memref<1xindex>) {
+  %c0 = arith.constant 0 : index
+  %c200 = arith.constant 200 : index
+  %stored = memref.alloc() : memref<16xf32> loc("stored")
+  %address = memref.extract_aligned_pointer_as_index %stored : memref<16xf32> -> index
+  affine.store %address, %slot[0] : memref<1xindex>
+  %called = memref.alloc() : memref<16xf32> loc("called")
+  func.call @keep(%called) : (memref<16xf32>) -> ()
+  %freed = memref.alloc() : memref<16xf32> loc("freed")
+  memref.dealloc %freed : memref<16xf32>
+  %aligned = memref.alloc() {alignment = 128 : i64} : memref<16xf32> loc("aligned")
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  %n8 = arith.index_cast %n : index to i8
+  %back = arith.index_cast %n8 : i8 to index
+  %size = arith.subi %c200, %back : index
+  %narrow = memref.alloc(%size) : memref<?xf32> loc("narrow")
+  return
 }

@@ -1065,9 +1065,9 @@ func.func @reshape_copy_static(%x: tensor<?x4x16xf32>, %s: tensor<2xi64>) -> ten
 
 // Tests that a shape that exporters build from sizes (kiln.dim, arithmetic,
 // unsqueeze, concat) is computed from those sizes, not read back from the
-// shape tensor: entry 0 is dim 0 of %x, entry 1 is dim 1 of %x minus 1,
-// entry 2 is a constant. The shape's own ops still lower (dead, for
-// canonicalization to remove).
+// shape tensor: entry 0 is dim 0 of %x, entry 1 is dim 1 of %x minus 1
+// (entry 2 is the result's static 64, which the lowering does not read).
+// The shape's own ops still lower (dead, for canonicalization to remove).
 
 // CHECK-LABEL: func.func @reshape_traced_shape
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>)
@@ -1093,6 +1093,24 @@ func.func @reshape_traced_shape(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
   %s = kiln.concat %e0, %e1, %tail {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
   %y = kiln.reshape %x, %s : (tensor<?x?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   return %y : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests that a shape concatenated from an input of unknown length is read
+// from the shape tensor: the positions of the entries after that input are
+// not known at compile time.
+
+// CHECK-LABEL: func.func @reshape_shape_of_unknown_layout
+// CHECK: %[[E0:.+]] = tensor.extract %{{.+}}[%{{.+}}] : tensor<3xi64>
+// CHECK: %[[E1:.+]] = tensor.extract %{{.+}}[%{{.+}}] : tensor<3xi64>
+// CHECK: %[[E2:.+]] = tensor.extract %{{.+}}[%{{.+}}] : tensor<3xi64>
+// CHECK: tensor.reshape
+func.func @reshape_shape_of_unknown_layout(%x: tensor<?x?x?xf32>, %head: tensor<?xi64>) -> tensor<?x?x?xf32> {
+  %tail = kiln.constant dense<[7, 9]> : tensor<2xi64>
+  %s = kiln.concat %head, %tail {axis = 0 : i64} : (tensor<?xi64>, tensor<2xi64>) -> tensor<3xi64>
+  %y = kiln.reshape %x, %s : (tensor<?x?x?xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  return %y : tensor<?x?x?xf32>
 }
 
 // -----
