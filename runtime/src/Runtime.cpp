@@ -7,13 +7,12 @@
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <new>
-#include <set>
 
 using kiln::rt::makeStatus;
 
@@ -104,8 +103,16 @@ struct kiln_session_s {
   /// The code's intermediate buffers (see kiln-plan-memory): allocated once,
   /// reused by every run.
   std::unique_ptr<void, decltype(&std::free)> arena{nullptr, &std::free};
+  /// One memref descriptor per argument of the code (inputs, weights, arena):
+  /// allocated, aligned, offset, sizes, strides (row-major). Those of the
+  /// weights and the arena are written once; a run rewrites the inputs'.
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<void *> arguments; // descriptors[i].data()
+  std::vector<int64_t> resultDescriptors;
   bool hasResults = false;
 
+  void prepareArguments();
+  void describe(size_t slot, const void *data, const std::vector<int64_t> &shape);
   kiln_status_t checkInput(int32_t index, kiln_dtype_t dtype, size_t rank,
                            const int64_t *shape, size_t byteSize) const;
   kiln_status_t run();
@@ -197,10 +204,41 @@ void kiln_session_s::releaseResults() {
   hasResults = false;
 }
 
+void kiln_session_s::describe(size_t slot, const void *data,
+                              const std::vector<int64_t> &shape) {
+  std::vector<int64_t> &words = descriptors[slot];
+  words.assign(3 + 2 * shape.size(), 0); // the rank is fixed: no reallocation
+  words[0] = words[1] = reinterpret_cast<intptr_t>(data);
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    words[3 + d] = shape[d];
+    words[3 + shape.size() + d] = stride;
+    stride *= shape[d];
+  }
+  arguments[slot] = words.data();
+}
+
+void kiln_session_s::prepareArguments() {
+  const kiln::rt::Artifact &artifact = *model->artifact;
+  size_t numArguments = inputs.size() + artifact.weights().size() + 1;
+  descriptors.resize(numArguments);
+  arguments.resize(numArguments);
+  for (size_t i = 0; i < artifact.weights().size(); ++i)
+    describe(inputs.size() + i, artifact.weights()[i].data,
+             artifact.weights()[i].shape);
+  // Code without an arena reads no further than the weights.
+  describe(numArguments - 1, arena.get(), {(int64_t)artifact.arenaBytes()});
+  size_t resultWords = 0;
+  for (const kiln::rt::TensorInfo &output : artifact.outputs())
+    resultWords += 3 + 2 * output.dims.size();
+  resultDescriptors.resize(resultWords);
+}
+
 kiln_status_t kiln_session_s::run() {
   const kiln::rt::Artifact &artifact = *model->artifact;
-  // Every input bound, and each symbolic dim name one size across inputs.
-  std::map<std::string, int64_t> dimSizes;
+  // Every input bound, and each symbolic dim name one size across inputs
+  // (a handful of names: a linear search beats a map's allocations).
+  std::vector<std::pair<const std::string *, int64_t>> dimSizes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const kiln::rt::TensorInfo &info = artifact.inputs()[i];
     if (!inputs[i].bound)
@@ -210,62 +248,41 @@ kiln_status_t kiln_session_s::run() {
       const std::string &name = info.dimNames[d];
       if (info.dims[d].size >= 0 || name.empty())
         continue;
-      auto [it, inserted] = dimSizes.emplace(name, inputs[i].shape[d]);
-      if (!inserted && it->second != inputs[i].shape[d])
+      auto known = std::find_if(dimSizes.begin(), dimSizes.end(),
+                                [&](const auto &entry) { return *entry.first == name; });
+      if (known == dimSizes.end())
+        dimSizes.emplace_back(&name, inputs[i].shape[d]);
+      else if (known->second != inputs[i].shape[d])
         return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
                           "input '" + info.name + "': dim " + std::to_string(d) +
                               " ('" + name + "') is " +
                               std::to_string(inputs[i].shape[d]) +
                               ", but another input gives '" + name + "' size " +
-                              std::to_string(it->second));
+                              std::to_string(known->second));
     }
   }
   releaseResults();
 
-  // One memref descriptor per argument (inputs, weights, arena): allocated,
-  // aligned, offset, sizes, strides (row-major).
-  size_t numArguments = inputs.size() + artifact.weights().size() + 1;
-  std::vector<std::vector<int64_t>> descriptors(numArguments);
-  std::vector<void *> arguments(numArguments);
-  auto describe = [&](size_t slot, const void *data, const std::vector<int64_t> &shape) {
-    std::vector<int64_t> &words = descriptors[slot];
-    words.assign(3 + 2 * shape.size(), 0);
-    words[0] = words[1] = reinterpret_cast<intptr_t>(data);
-    int64_t stride = 1;
-    for (size_t d = shape.size(); d-- > 0;) {
-      words[3 + d] = shape[d];
-      words[3 + shape.size() + d] = stride;
-      stride *= shape[d];
-    }
-    arguments[slot] = words.data();
-  };
   for (size_t i = 0; i < inputs.size(); ++i)
     describe(i, inputs[i].data, inputs[i].shape);
-  for (size_t i = 0; i < artifact.weights().size(); ++i)
-    describe(inputs.size() + i, artifact.weights()[i].data,
-             artifact.weights()[i].shape);
-  // Code without an arena reads no further than the weights.
-  describe(numArguments - 1, arena.get(), {(int64_t)artifact.arenaBytes()});
-
-  size_t resultWords = 0;
-  for (const kiln::rt::TensorInfo &output : artifact.outputs())
-    resultWords += 3 + 2 * output.dims.size();
-  std::vector<int64_t> resultDescriptors(resultWords, 0);
+  std::fill(resultDescriptors.begin(), resultDescriptors.end(), 0);
   if (kiln_status_t status = callEntry(arguments.data(), resultDescriptors.data()))
     return status;
 
   // Take ownership of the result buffers, each once; inputs, weights and
   // globals are not allocations.
-  std::set<void *> inputBuffers;
-  for (const InputBinding &input : inputs)
-    inputBuffers.insert(input.data);
-  std::set<void *> owned;
+  auto isInput = [&](void *buffer) {
+    return std::any_of(inputs.begin(), inputs.end(),
+                       [&](const InputBinding &input) { return input.data == buffer; });
+  };
   size_t word = 0;
   for (size_t i = 0; i < artifact.outputs().size(); ++i) {
     size_t rank = artifact.outputs()[i].dims.size();
     void *allocated = reinterpret_cast<void *>(resultDescriptors[word]);
     if (allocated && allocated != kGlobalMarker && !artifact.contains(allocated) &&
-        !inputBuffers.count(allocated) && owned.insert(allocated).second)
+        !isInput(allocated) &&
+        std::find(allocations.begin(), allocations.end(), allocated) ==
+            allocations.end())
       allocations.push_back(allocated);
     word += 3 + 2 * rank;
   }
@@ -471,6 +488,7 @@ kiln_status_t kiln_session_create(kiln_model_t *model,
   }
   session->inputs.resize(model->artifact->inputs().size());
   session->outputBindings.resize(model->artifact->outputs().size());
+  session->prepareArguments();
   *out_session = session;
   return nullptr;
 }
