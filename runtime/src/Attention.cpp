@@ -3,7 +3,8 @@
 // Flash-attention's loop on the CPU. The query rows that share a kv head are
 // cut into tiles; for each tile, blocks of keys stream past: a block of K is
 // transposed into scratch (so scores vectorize across keys), each 4-row block
-// of queries computes its scores against it in registers, folds them into its
+// of queries computes its scores against it in registers (a lone row reads
+// the keys in place instead), folds them into its
 // running max and sum, and adds p·V to its f32 output accumulators, which are
 // rescaled whenever a row's max grows. No buffer grows with kv_len.
 //
@@ -208,6 +209,52 @@ KILN_ALWAYS_INLINE void transposeStep(typename Vec<W>::F (&rows)[W]) {
       rows[i + B] = __builtin_shuffle(top, bottom, high);
     }
     transposeStep<W, B / 2>(rows);
+  }
+}
+
+/// Folds rows[0, 2B) into rows[0, B) by one transpose step (see
+/// transposeStep) whose two halves are added: the transpose's remaining
+/// steps are linear and the same for both halves, so adding early changes
+/// nothing of the sum of all rows. Down to B = 1, rows[0] lane r ends up as
+/// the sum of the lanes of row r, in W - 1 shuffle pairs.
+template <int W, int B>
+KILN_ALWAYS_INLINE void foldRows(typename Vec<W>::F (&rows)[W]) {
+  if constexpr (B >= 1) {
+    typename Vec<W>::U low, high;
+#pragma GCC unroll 16
+    for (int lane = 0; lane < W; ++lane) {
+      low[lane] = lane & B ? W + lane - B : lane;
+      high[lane] = lane & B ? W + lane : lane + B;
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < B; ++i)
+      rows[i] = __builtin_shuffle(rows[i], rows[i + B], low) +
+                __builtin_shuffle(rows[i], rows[i + B], high);
+    foldRows<W, B / 2>(rows);
+  }
+}
+
+/// One query row's scores against `count` keys read in place, for K rows
+/// that are contiguous and a whole number of vectors long: W keys at a time,
+/// each key's products with q summed over the depth into one vector, then
+/// the W vectors folded into the W scores. A single row (decode) cannot
+/// repay transposing K into scratch; this reads each key once.
+template <int W>
+KILN_ALWAYS_INLINE void rowScores(const float *q, const float *k,
+                                  int64_t kStride, int64_t depth, int64_t count,
+                                  int64_t paddedCount, float scale, float *s) {
+  using F = typename Vec<W>::F;
+  for (int64_t j = 0; j < paddedCount; j += W) {
+    F sums[W];
+#pragma GCC unroll 16
+    for (int r = 0; r < W; ++r) {
+      sums[r] = F{};
+      if (j + r < count)
+        for (int64_t d = 0; d < depth; d += W)
+          sums[r] += load<W>(q + d) * load<W>(k + (j + r) * kStride + d);
+    }
+    foldRows<W, W / 2>(sums);
+    store<W>(s + j, sums[0] * scale);
   }
 }
 
@@ -440,7 +487,22 @@ KILN_ALWAYS_INLINE void accumulateValues(const float *p, int64_t count,
     valueStrip<W, R, 1>(p, count, v + e, vStride, acc + e, accWidth);
 }
 
-/// Everything one key block does for R query rows.
+/// What one key block does for R query rows once their scores are in s:
+/// masks, the online softmax, and the weighted values.
+template <int W, int R>
+KILN_ALWAYS_INLINE void
+weighBlock(const Problem &p, const Row *rows, int64_t j0, int64_t count,
+           int64_t paddedCount, float *s, const float *v, int64_t vStride,
+           float *m, typename Vec<W>::F *l, float *acc, int64_t accWidth) {
+  for (int r = 0; r < R; ++r) {
+    maskScores(p, rows[r], j0, count, paddedCount, s + r * kKeyBlock);
+    softmaxStep<W>(s + r * kKeyBlock, count, paddedCount, m[r], l[r],
+                   acc + r * accWidth, accWidth);
+  }
+  accumulateValues<W, R>(s, count, v, vStride, acc, accWidth);
+}
+
+/// Everything one key block does for R query rows, against transposed keys.
 template <int W, int R>
 KILN_ALWAYS_INLINE void
 rowBlockStep(const Problem &p, const Row *rows, int64_t j0, int64_t count,
@@ -449,12 +511,8 @@ rowBlockStep(const Problem &p, const Row *rows, int64_t j0, int64_t count,
              int64_t accWidth) {
   alignas(64) float s[R * kKeyBlock];
   scores<W, R>(rows, p.qs.d, p.headDim, kt, paddedCount, p.scale, s);
-  for (int r = 0; r < R; ++r) {
-    maskScores(p, rows[r], j0, count, paddedCount, s + r * kKeyBlock);
-    softmaxStep<W>(s + r * kKeyBlock, count, paddedCount, m[r], l[r],
-                   acc + r * accWidth, accWidth);
-  }
-  accumulateValues<W, R>(s, count, v, vStride, acc, accWidth);
+  weighBlock<W, R>(p, rows, j0, count, paddedCount, s, v, vStride, m, l, acc,
+                   accWidth);
 }
 
 /// Computes `count` query rows, from `first` on, of the rows (head by head,
@@ -493,17 +551,29 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
 
   const float *k = p.k + b * p.ks.b + kvHead * p.ks.h;
   const float *v = p.v + b * p.vs.b + kvHead * p.vs.h;
+  // One row (a decode step without grouped heads) reads K in place.
+  const bool keysInPlace =
+      count == 1 && p.ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
   for (int64_t j0 = 0; j0 < p.kvLen; j0 += kKeyBlock) {
     const int64_t keys = std::min(kKeyBlock, p.kvLen - j0);
     const int64_t paddedKeys = ceilDiv(keys, W) * W;
-    transposeKeys<W>(k + j0 * p.ks.t, p.ks.t, p.ks.d, keys, paddedKeys,
-                     p.headDim, kt);
+    if (!keysInPlace)
+      transposeKeys<W>(k + j0 * p.ks.t, p.ks.t, p.ks.d, keys, paddedKeys,
+                       p.headDim, kt);
     const float *values = v + j0 * p.vs.t;
     int64_t vStride = p.vs.t;
     if (packV) {
       packValues(values, p.vs.t, p.vs.d, keys, p.valueDim, accWidth, vPacked);
       values = vPacked;
       vStride = accWidth;
+    }
+    if (keysInPlace) {
+      alignas(64) float s[kKeyBlock];
+      rowScores<W>(rows[0].q, k + j0 * p.ks.t, p.ks.t, p.headDim, keys,
+                   paddedKeys, p.scale, s);
+      weighBlock<W, 1>(p, rows, j0, keys, paddedKeys, s, values, vStride, m, l,
+                       acc, accWidth);
+      continue;
     }
     int64_t r = 0;
     for (; r + kRowBlock <= count; r += kRowBlock)

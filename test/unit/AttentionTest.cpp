@@ -285,6 +285,12 @@ TEST_P(AttentionTest, MatchesReferenceOverShapes) {
       {2, 3, 3, 3, 1, 16, 16},   {1, 4, 4, 130, 127, 16, 80},
       {1, 2, 1, 9, 64, 16, 13},  {1, 1, 1, 2, 256, 24, 8},
       {1, 4, 2, 17, 17, 1, 3},   {1, 2, 2, 3, 64, 256, 256},
+      // Decode with one row per kv head, whose keys are read in place when
+      // their rows are contiguous and whole vectors: several key blocks, a
+      // partial last vector of keys, and a head size that is no whole
+      // number of vectors (transposed instead).
+      {2, 2, 2, 1, 300, 64, 64}, {1, 3, 3, 1, 37, 32, 16},
+      {1, 2, 2, 1, 129, 24, 24},
   };
   std::mt19937 rng(1);
   for (const Shape &shape : shapes)
