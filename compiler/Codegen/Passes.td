@@ -96,7 +96,8 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     The module exports `kiln_arena_bytes` (i64), which the runtime checks the
     manifest against, and gets a `kiln.memory_plan` attribute for the
     compiler's report: the arena size, the sum of the planned buffers, every
-    buffer's offset and lifetime, and the buffers left on the heap with why.
+    buffer's offset and lifetime (and `in_place_of`, the index of the buffer
+    it overwrites in place), and the buffers left on the heap with why.
 
     Example:
 

@@ -410,6 +410,8 @@ struct Buffer {
   OpOperand *lastUse = nullptr;
   /// Likewise for the op at `first`.
   OpOperand *firstUse = nullptr;
+  /// The buffer whose bytes this one's first op overwrites in place.
+  std::optional<unsigned> inPlaceOf;
 };
 
 /// Whether `name` is one of the runtime's microkernels, which use the
@@ -697,26 +699,32 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
     func.insertArgument(func.getNumArguments(), arenaType, DictionaryAttr(),
                         func.getLoc());
     Value arena = func.getArguments().back();
-    SmallVector<Attribute> planned;
+    std::vector<int64_t> offsets(buffers.size());
     for (const Group &group : groups)
-      for (unsigned member : group.members) {
-        const Buffer &buffer = buffers[member];
-        memref::AllocOp alloc = buffer.alloc;
-        planned.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr("op", b.getStringAttr(origin(alloc))),
-             b.getNamedAttr("bytes", b.getI64IntegerAttr(buffer.bytes)),
-             b.getNamedAttr("offset", b.getI64IntegerAttr(group.offset)),
-             b.getNamedAttr("first", b.getI64IntegerAttr(buffer.first)),
-             b.getNamedAttr("last", b.getI64IntegerAttr(buffer.last))}));
-        OpBuilder builder(alloc);
-        Value offset =
-            builder.create<arith::ConstantIndexOp>(alloc.getLoc(), group.offset);
-        Value view = builder.create<memref::ViewOp>(alloc.getLoc(), alloc.getType(),
-                                                    arena, offset,
-                                                    alloc.getDynamicSizes());
-        alloc.replaceAllUsesWith(view);
-        alloc.erase();
-      }
+      for (unsigned member : group.members)
+        offsets[member] = group.offset;
+    SmallVector<Attribute> planned;
+    for (auto [index, buffer] : llvm::enumerate(buffers)) {
+      memref::AllocOp alloc = buffer.alloc;
+      SmallVector<NamedAttribute> entry = {
+          b.getNamedAttr("op", b.getStringAttr(origin(alloc))),
+          b.getNamedAttr("bytes", b.getI64IntegerAttr(buffer.bytes)),
+          b.getNamedAttr("offset", b.getI64IntegerAttr(offsets[index])),
+          b.getNamedAttr("first", b.getI64IntegerAttr(buffer.first)),
+          b.getNamedAttr("last", b.getI64IntegerAttr(buffer.last))};
+      if (buffer.inPlaceOf)
+        entry.push_back(
+            b.getNamedAttr("in_place_of", b.getI64IntegerAttr(*buffer.inPlaceOf)));
+      planned.push_back(b.getDictionaryAttr(entry));
+      OpBuilder builder(alloc);
+      Value offset =
+          builder.create<arith::ConstantIndexOp>(alloc.getLoc(), offsets[index]);
+      Value view = builder.create<memref::ViewOp>(alloc.getLoc(), alloc.getType(),
+                                                  arena, offset,
+                                                  alloc.getDynamicSizes());
+      alloc.replaceAllUsesWith(view);
+      alloc.erase();
+    }
     // Pointers taken before planning (the attention kernel's) may now be
     // pointers into views of the arena.
     func.walk([](memref::ExtractAlignedPointerAsIndexOp extract) {
@@ -751,8 +759,8 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
   }
 
   /// One group per buffer, except that a buffer an elementwise op writes in
-  /// place joins the group of the input it overwrites.
-  static std::vector<Group> groupInPlaceWrites(const std::vector<Buffer> &buffers) {
+  /// place joins the group of the input it overwrites (its inPlaceOf).
+  static std::vector<Group> groupInPlaceWrites(std::vector<Buffer> &buffers) {
     llvm::EquivalenceClasses<unsigned> classes;
     DenseMap<Value, unsigned> byValue;
     for (auto [index, buffer] : llvm::enumerate(buffers)) {
@@ -771,6 +779,7 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
         if (candidate.lastUse == &operand && candidate.last == output.first &&
             canWriteInPlace(op, &operand, output.firstUse)) {
           classes.unionSets(input->second, index);
+          buffers[index].inPlaceOf = input->second;
           break;
         }
       }

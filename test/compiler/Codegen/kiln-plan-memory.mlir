@@ -49,6 +49,7 @@ func.func @main(%x: memref<16xf32>) -> memref<16xf32> {
 // result in place: %b takes %a's bytes, and the arena holds one buffer.
 
 // CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 64 : i64, buffer_bytes = 128 : i64,
+// CHECK-SAME: {bytes = 64 : i64, first = 4 : i64, in_place_of = 0 : i64, last = 5 : i64, offset = 0 : i64
 // CHECK: func.func @main(%{{.+}}: memref<16xf32>, %[[ARENA:.+]]: memref<64xi8>)
 // CHECK: memref.view %[[ARENA]][%{{.+}}][] : memref<64xi8> to memref<16xf32>
 // CHECK: memref.view %[[ARENA]][%{{.+}}][] : memref<64xi8> to memref<16xf32>

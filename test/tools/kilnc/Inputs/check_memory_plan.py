@@ -5,9 +5,9 @@ usage: check_memory_plan.py REPORT.json ARTIFACT.kiln
 Prints, for FileCheck:
   arena A bytes, buffers B bytes, ratio R    (A / B, 2 decimals)
   manifest arena_bytes M
-  in place: N                                (pairs at one offset where one
-                                              dies at the op that writes the
-                                              other: an in-place write)
+  in place: N                                (pairs the plan marks in place,
+                                              in_place_of, at one offset and
+                                              meeting at one op)
   overlaps: N                                (other planned buffers live at the
                                               same time whose bytes intersect)
   out of arena: N                            (buffers past the arena's end)
@@ -35,14 +35,16 @@ def main():
     buffers = plan["buffers"]
     in_place = overlaps = 0
     for i, a in enumerate(buffers):
-        for b in buffers[i + 1:]:
+        for j in range(i + 1, len(buffers)):
+            b = buffers[j]
             live_together = a["first"] <= b["last"] and b["first"] <= a["last"]
             share_bytes = (a["offset"] < b["offset"] + b["bytes"] and
                            b["offset"] < a["offset"] + a["bytes"])
             if not (live_together and share_bytes):
                 continue
-            if a["offset"] == b["offset"] and (a["last"] == b["first"] or
-                                               b["last"] == a["first"]):
+            marked = a.get("in_place_of") == j or b.get("in_place_of") == i
+            meet = a["last"] == b["first"] or b["last"] == a["first"]
+            if marked and meet and a["offset"] == b["offset"]:
                 in_place += 1
             else:
                 overlaps += 1
