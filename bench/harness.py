@@ -104,9 +104,9 @@ def run_command(command, usage=None):
     return out
 
 
-def artifact_memory(artifact):
-    """The bytes a .kiln artifact asks for besides the process: its arena (per
-    session) and its weights section (mapped from the file)."""
+def read_artifact(artifact):
+    """A .kiln artifact's manifest (parsed JSON) and the size of its weights
+    section."""
     with open(artifact, "rb") as f:
         header = f.read(80)
         # docs/artifact-format.md: magic, version, header size, file size,
@@ -115,6 +115,13 @@ def artifact_memory(artifact):
         weights_size = struct.unpack_from("<Q", header, 64)[0]
         f.seek(manifest_offset)
         manifest = json.loads(f.read(manifest_size))
+    return manifest, weights_size
+
+
+def artifact_memory(artifact):
+    """The bytes a .kiln artifact asks for besides the process: its arena (per
+    session) and its weights section (mapped from the file)."""
+    manifest, weights_size = read_artifact(artifact)
     return {"arena_bytes": manifest["arena_bytes"], "weights_bytes": weights_size}
 
 

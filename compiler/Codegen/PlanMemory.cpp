@@ -65,6 +65,14 @@ std::optional<int64_t> mul(int64_t a, int64_t b) {
   return __builtin_mul_overflow(a, b, &r) ? std::nullopt : std::optional(r);
 }
 
+MaybeRange addRanges(Range a, Range b) {
+  return hull({add(a.min, b.min), add(a.max, b.max)});
+}
+MaybeRange multiplyRanges(Range a, Range b) {
+  return hull({mul(a.min, b.min), mul(a.min, b.max), mul(a.max, b.min),
+               mul(a.max, b.max)});
+}
+
 enum class Rounding { TowardZero, Floor, Ceil };
 
 /// a / b rounded as asked; b != 0 and not INT64_MIN / -1.
@@ -282,12 +290,11 @@ private:
 
   MaybeRange binaryRange(Operation *op, Range a, Range b) {
     if (isa<arith::AddIOp>(op))
-      return hull({add(a.min, b.min), add(a.max, b.max)});
+      return addRanges(a, b);
     if (isa<arith::SubIOp>(op))
       return hull({sub(a.min, b.max), sub(a.max, b.min)});
     if (isa<arith::MulIOp>(op))
-      return hull({mul(a.min, b.min), mul(a.min, b.max), mul(a.max, b.min),
-                   mul(a.max, b.max)});
+      return multiplyRanges(a, b);
     // Unsigned operations agree with signed ones on non-negative operands.
     bool nonNegative = a.min >= 0 && b.min >= 0;
     if (isa<arith::MaxSIOp>(op) || (isa<arith::MaxUIOp>(op) && nonNegative))
@@ -343,10 +350,9 @@ private:
       return std::nullopt;
     switch (binary.getKind()) {
     case AffineExprKind::Add:
-      return hull({add(a->min, b->min), add(a->max, b->max)});
+      return addRanges(*a, *b);
     case AffineExprKind::Mul:
-      return hull({mul(a->min, b->min), mul(a->min, b->max),
-                   mul(a->max, b->min), mul(a->max, b->max)});
+      return multiplyRanges(*a, *b);
     case AffineExprKind::FloorDiv:
       return divideRanges(*a, *b, Rounding::Floor);
     case AffineExprKind::CeilDiv:
@@ -728,13 +734,9 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
     // Pointers taken before planning (the attention kernel's) may now be
     // pointers into views of the arena.
     func.walk([](memref::ExtractAlignedPointerAsIndexOp extract) {
-      Value source = extract.getSource();
-      while (auto viewLike = source.getDefiningOp<ViewLikeOpInterface>()) {
-        if (isa<memref::ViewOp>(viewLike.getOperation()))
-          break;
-        source = viewLike.getViewSource();
-      }
-      if (!source.getDefiningOp<memref::ViewOp>())
+      SmallVector<Value> shifts;
+      viewRoot(extract.getSource(), shifts);
+      if (shifts.empty())
         return;
       OpBuilder builder(extract);
       extract.replaceAllUsesWith(

@@ -10,14 +10,19 @@ using namespace mlir;
 
 namespace kiln {
 
-Value alignedPointerOf(OpBuilder &b, Location loc, Value buffer) {
-  SmallVector<Value> shifts;
+Value viewRoot(Value buffer, SmallVectorImpl<Value> &shifts) {
   Value root = buffer;
   while (auto viewLike = root.getDefiningOp<ViewLikeOpInterface>()) {
     if (auto view = dyn_cast<memref::ViewOp>(viewLike.getOperation()))
       shifts.push_back(view.getByteShift());
     root = viewLike.getViewSource();
   }
+  return root;
+}
+
+Value alignedPointerOf(OpBuilder &b, Location loc, Value buffer) {
+  SmallVector<Value> shifts;
+  Value root = viewRoot(buffer, shifts);
   Value pointer = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, root);
   for (Value shift : shifts)
     pointer = b.create<arith::AddIOp>(loc, pointer, shift);

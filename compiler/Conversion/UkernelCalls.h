@@ -25,6 +25,12 @@ struct UkernelBuffer {
   llvm::SmallVector<mlir::Value> sizes, strides; // i64, in elements
 };
 
+/// The buffer that `buffer` is a view of, through every view-like op, with
+/// the byte shifts of the memref.view ops on the way in `shifts` (the only
+/// view-like ops that move the aligned pointer).
+mlir::Value viewRoot(mlir::Value buffer,
+                     llvm::SmallVectorImpl<mlir::Value> &shifts);
+
 /// The aligned pointer of `buffer` as an index, read from the buffer that
 /// `buffer` is a view of, plus the byte shifts of the memref.view ops in
 /// between. MLIR 19's expand-strided-metadata folds

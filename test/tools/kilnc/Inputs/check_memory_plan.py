@@ -15,8 +15,12 @@ Prints, for FileCheck:
 """
 import collections
 import json
-import struct
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "..", "bench"))
+import harness  # noqa: E402
 
 
 def main():
@@ -25,11 +29,7 @@ def main():
     arena, total = plan["arena_bytes"], plan["buffer_bytes"]
     print(f"arena {arena} bytes, buffers {total} bytes, ratio {arena / total:.2f}")
 
-    data = open(artifact_path, "rb").read()
-    # Header: magic[8], version u32, header size u32, file size u64, then the
-    # manifest's offset and size (docs/artifact-format.md).
-    manifest_offset, manifest_size = struct.unpack_from("<QQ", data, 24)
-    manifest = json.loads(data[manifest_offset:manifest_offset + manifest_size])
+    manifest, _ = harness.read_artifact(artifact_path)
     print(f"manifest arena_bytes {manifest['arena_bytes']}")
 
     buffers = plan["buffers"]
