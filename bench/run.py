@@ -1,8 +1,9 @@
 """Runs Kiln and ONNX Runtime side by side on the models/ exports: same
 models, same inputs, same thread count, one process after the other in the
-same run. Kiln runs three builds: every optimization, `--disable=fusion` and
-`--disable=memory-plan`, so that the effects of the fusions and of memory
-planning are measured in the same run. Each build declares the dim bounds the
+same run. Kiln runs four builds: every optimization, `--disable=fusion`,
+`--disable=fuse-gemm-epilogues` and `--disable=memory-plan`, so that the
+effects of the fusions, of the GEMM epilogues alone and of memory planning
+are measured in the same run. Each build declares the dim bounds the
 cases need (batch <= 8, sequence <= 128, 256 positions). Prints a table of
 median latencies and memory (peak resident set sizes, and the artifact's
 arena and weights) and writes JSON for tracking.
@@ -36,10 +37,14 @@ CASES = [
     ("llama_tiny", 1, 1, 127, "decode"),
     ("llama_tiny", 8, 1, 127, "decode"),
 ]
-# The artifacts each case runs: every optimization on, every fusion off, and
-# memory planning off.
+# The artifacts each case runs: every optimization on, every fusion off, the
+# GEMM epilogues off, and memory planning off.
 VARIANTS = {"fused": [], "unfused": ["--disable=fusion"],
+            "no_epilogues": ["--disable=fuse-gemm-epilogues"],
             "unplanned": ["--disable=memory-plan"]}
+# The time-ratio columns: (heading, variant), each the variant's median over
+# the fused build's.
+RATIOS = [("fusion", "unfused"), ("epil.", "no_epilogues"), ("plan", "unplanned")]
 # The bounds every build declares; the decoders' past and total lengths are
 # bounded by their 256 positions.
 DIM_BOUNDS = {
@@ -80,8 +85,9 @@ def main():
 
     results = []
     header = (f"{'model':<11} {'case':<8} {'shape (b, s, past)':<19} "
-              f"{'kiln ms':>8} {'unfused':>8} {'fusion':>7} {'unplan.':>8} "
-              f"{'plan':>5} {'ORT ms':>8} {'ORT/kiln':>8} {'kiln MB':>8} "
+              f"{'kiln ms':>8} "
+              + "".join(f"{variant[:8]:>9} {heading:>6} " for heading, variant in RATIOS)
+              + f"{'ORT ms':>8} {'ORT/kiln':>8} {'kiln MB':>8} "
               f"{'unpl. MB':>8} {'arena MB':>8} {'wts MB':>7} {'ORT MB':>7}")
     print(f"threads: {args.threads}, runs: {runs} (median of each)")
     print(header)
@@ -96,26 +102,32 @@ def main():
                                           flags, threads=args.threads, benchmark=runs)
                 for variant in VARIANTS}
         ort = harness.run_ort(onnx_path, flags, threads=args.threads, benchmark=runs)
-        fused, unfused, unplanned = kiln["fused"], kiln["unfused"], kiln["unplanned"]
+        fused = kiln["fused"]
         memory = harness.artifact_memory(artifacts[model, "fused"])
         ratio = ort["median_ms"] / fused["median_ms"]
-        speedup = unfused["median_ms"] / fused["median_ms"]
-        planning = unplanned["median_ms"] / fused["median_ms"]
+        speedups = {variant: kiln[variant]["median_ms"] / fused["median_ms"]
+                    for _, variant in RATIOS}
         shape = f"({batch}, {sequence}, {past})"
         megabytes = 1 << 20
         print(f"{model:<11} {kind:<8} {shape:<19} {fused['median_ms']:>8.3f} "
-              f"{unfused['median_ms']:>8.3f} {speedup:>7.2f} "
-              f"{unplanned['median_ms']:>8.3f} {planning:>5.2f} {ort['median_ms']:>8.3f} "
-              f"{ratio:>8.2f} {fused['max_rss_mb']:>8.1f} {unplanned['max_rss_mb']:>8.1f} "
+              + "".join(f"{kiln[variant]['median_ms']:>9.3f} {speedups[variant]:>6.2f} "
+                        for _, variant in RATIOS)
+              + f"{ort['median_ms']:>8.3f} {ratio:>8.2f} {fused['max_rss_mb']:>8.1f} "
+              f"{kiln['unplanned']['max_rss_mb']:>8.1f} "
               f"{memory['arena_bytes'] / megabytes:>8.2f} "
               f"{memory['weights_bytes'] / megabytes:>7.2f} {ort['max_rss_mb']:>7.1f}")
         results.append({"model": model, "case": kind, "batch": batch,
                         "sequence": sequence, "past": past, "kiln": fused,
-                        "kiln_unfused": unfused, "kiln_unplanned": unplanned,
+                        "kiln_unfused": kiln["unfused"],
+                        "kiln_no_epilogues": kiln["no_epilogues"],
+                        "kiln_unplanned": kiln["unplanned"],
                         "kiln_artifact": memory, "onnxruntime": ort,
-                        "ort_over_kiln": ratio, "fusion_speedup": speedup,
-                        "planning_speedup": planning})
-    print("fusion = unfused / kiln and plan = unplanned / kiln (time ratios); "
+                        "ort_over_kiln": ratio,
+                        "fusion_speedup": speedups["unfused"],
+                        "epilogue_speedup": speedups["no_epilogues"],
+                        "planning_speedup": speedups["unplanned"]})
+    print("fusion = unfused / kiln, epil. = no_epilogues / kiln and plan = "
+          "unplanned / kiln (time ratios); "
           "ORT/kiln > 1 means kiln is faster; kiln MB and ORT MB = peak RSS of "
           "the process (kiln-run, or Node.js running ORT), which includes the "
           "arena and the weights pages touched; arena and wts = the artifact's "

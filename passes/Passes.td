@@ -169,4 +169,43 @@ def KilnFuseActivations : Pass<"kiln-fuse-activations", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp"> {
+  let summary = "Fuses a product's bias, activation and residual into kiln.linear";
+  let description = [{
+    Folds what follows a product by a 2-D weight into one `kiln.linear`, in
+    the order the epilogue applies them:
+
+    ```
+    add(P, bias)                       bias of shape [N]
+    act(P), act(reshape(P))            relu, gelu (exact or tanh), silu
+    add(P, r), add(reshape(P), r)      r of the same shape as the sum
+    ```
+
+    P is a `kiln.matmul` by a 2-D weight, or a `kiln.linear` whose epilogue
+    has none of the later stages yet. Activations commute with the reshape
+    that exporters put after a product whose rows they flattened (GPT-2's
+    Conv1D); a residual behind such a reshape is reshaped to the product's
+    shape instead. The CPU backend applies the epilogue to each tile of the
+    product while it is in cache, instead of in separate passes over memory.
+
+    It does not fire when the product or the reshape has another user, when
+    the weight is not 2-D, for element types other than f32, when the bias
+    is not [N], or when the residual and the product are not provably of one
+    shape (either would broadcast). Shapes are proven by tracing each dim to
+    its source (`traceDim` in PatternUtils).
+
+    Example:
+
+    ```mlir
+    %p = kiln.matmul %x, %w : (tensor<?x64xf32>, tensor<64x256xf32>) -> tensor<?x256xf32>
+    %b = kiln.add %p, %bias : (tensor<?x256xf32>, tensor<256xf32>) -> tensor<?x256xf32>
+    %g = kiln.gelu %b : tensor<?x256xf32>
+    // becomes
+    %g = kiln.linear %x, %w bias %bias activation gelu
+        : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
+}
+
 #endif // KILN_PASSES_PASSES_TD

@@ -37,7 +37,8 @@ inline bool sameType(mlir::Value value, mlir::Value like) {
 }
 
 /// One entry of a 1-D shape tensor as known at compile time: a constant, or
-/// dim `index` of `tensor` (a size, so never negative).
+/// dim `index` of `tensor` (a size, so never negative), or neither when it is
+/// computed otherwise.
 struct ShapeElement {
   std::optional<int64_t> constant;
   mlir::Value tensor;
@@ -54,6 +55,33 @@ struct ShapeElement {
 /// unsqueezed kiln.dim values and constants, and ONNX Expand's
 /// where(shape == -1, 1, shape)).
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value shape);
+
+/// Where the size of a tensor's dim comes from, traced back through the ops
+/// that keep it: a static size, or dim `index` of `tensor` beyond which the
+/// trace stops. Two dims that trace to the same source are equal at run time
+/// (the ops in between check what they assume and fail otherwise), with one
+/// exception that fused ops must check at run time: a reshape entry that is a
+/// dim of size 0 copies the input's dim instead (ONNX's allowzero = 0).
+struct DimSource {
+  std::optional<int64_t> size;
+  mlir::Value tensor;
+  int64_t index = 0;
+
+  bool operator==(const DimSource &other) const {
+    return size ? size == other.size
+                : !other.size && tensor == other.tensor && index == other.index;
+  }
+};
+
+/// The source of dim `dim` of `value`: through shape-preserving ops
+/// (elementwise, casts, normalizations, softmax), transposes, reshapes whose
+/// target entry is a known dim or constant, a broadcasting op's operands when
+/// they agree, the rows of a product by a 2-D weight, split and concat off
+/// their axis, and attention's query dims.
+DimSource traceDim(mlir::Value value, int64_t dim);
+
+/// Whether `a` and `b` provably have the same shape at run time.
+bool provablySameShape(mlir::Value a, mlir::Value b);
 
 } // namespace kiln
 

@@ -66,6 +66,14 @@ static int64_t total(const PassReport::OpCounts &counts) {
   return sum;
 }
 
+/// Whether a fusion pass that creates ops of kind `name` has fused something
+/// into them: the reshapes and constants that a fusion adds to give an
+/// operand the fused op's shape are not fusions.
+static bool isFusedOp(llvm::StringRef name) {
+  return name.starts_with("kiln.") && name != "kiln.reshape" &&
+         name != "kiln.constant";
+}
+
 llvm::json::Object PassReport::toJson() const {
   std::lock_guard<std::mutex> lock(mutex_);
   llvm::json::Array passes;
@@ -83,7 +91,7 @@ llvm::json::Object PassReport::toJson() const {
     for (const auto &[name, change] : delta) {
       if (change > 0) {
         created[name] = change;
-        if (isFusion && llvm::StringRef(name).starts_with("kiln."))
+        if (isFusion && isFusedOp(name))
           fusions[name] += change;
       } else if (change < 0) {
         removed[name] = -change;

@@ -30,7 +30,8 @@ public:
   std::unique_ptr<mlir::PassInstrumentation> instrumentation();
 
   /// The report: `passes` in the order they ran; `fusions`, the kiln ops
-  /// that the kiln-fuse-* passes created, by kind; `folded_ops`, how many
+  /// that the kiln-fuse-* passes created, by kind (not the reshapes and
+  /// constants they add around them); `folded_ops`, how many
   /// ops kiln-fold-constants replaced by constants (or removed as their dead
   /// inputs), constants not counted; and `memory_plan`, when memory was
   /// planned: the arena's bytes, the sum of the planned buffers' bytes, each

@@ -423,7 +423,8 @@ struct Buffer {
 /// Whether `name` is one of the runtime's microkernels, which use the
 /// buffers they are given only during the call.
 bool isUkernel(StringRef name) {
-  return name == kSgemmUkernel || name == kAttentionUkernel;
+  return name == kSgemmUkernel || name == kLinearUkernel ||
+         name == kAttentionUkernel;
 }
 
 /// Why a buffer stays on the heap, or "" when it can be planned.

@@ -15,8 +15,9 @@
 
 namespace kiln {
 
-/// The runtime's GEMM and attention microkernels.
+/// The runtime's GEMM, GEMM-with-epilogue and attention microkernels.
 constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
+constexpr llvm::StringLiteral kLinearUkernel = "kiln_ukernel_linear";
 constexpr llvm::StringLiteral kAttentionUkernel = "kiln_ukernel_attention";
 
 /// A memref as a microkernel receives it.

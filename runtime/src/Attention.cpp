@@ -17,18 +17,12 @@
 
 #include "runtime/src/Gemm.h"
 #include "runtime/src/ThreadPool.h"
+#include "runtime/src/VectorMath.h"
 
 #include <algorithm>
 #include <limits>
 #include <memory>
 #include <new>
-
-// The vector helpers below take and return W-float vectors, which GCC warns
-// would be passed differently without AVX. They are always inlined into an
-// ISA's wrapper, so no vector ever crosses a call.
-#pragma GCC diagnostic ignored "-Wpsabi"
-
-#define KILN_ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace kiln::rt {
 namespace {
@@ -47,70 +41,6 @@ constexpr int kRowBlock = 4;
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-
-template <int W> struct Vec {
-  typedef float F __attribute__((vector_size(W * sizeof(float))));
-  typedef uint32_t U __attribute__((vector_size(W * sizeof(float))));
-};
-
-template <int W> KILN_ALWAYS_INLINE typename Vec<W>::F load(const float *p) {
-  typename Vec<W>::F v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-
-template <int W>
-KILN_ALWAYS_INLINE void store(float *p, const typename Vec<W>::F &v) {
-  __builtin_memcpy(p, &v, sizeof v);
-}
-
-/// x in every lane, broadcast as integer bits: GCC 12 expands a float
-/// broadcast for AVX-512F (without VL) into one masked insert per lane.
-template <int W> KILN_ALWAYS_INLINE typename Vec<W>::F splat(float x) {
-  uint32_t bits;
-  __builtin_memcpy(&bits, &x, sizeof bits);
-  return (typename Vec<W>::F)(bits - typename Vec<W>::U{});
-}
-
-/// The larger of a and b lane by lane; b where a is NaN.
-template <int W>
-KILN_ALWAYS_INLINE typename Vec<W>::F vecMax(const typename Vec<W>::F &a,
-                                             const typename Vec<W>::F &b) {
-  return a > b ? a : b;
-}
-
-/// e^x for x <= 88 to about 1 ulp, branch-free (Cephes expf): x = n·ln2 + r
-/// with |r| <= ln2/2, e^r from a degree-6 polynomial, 2^n from exponent bits.
-/// e^-inf is exactly 0 and NaN stays NaN. Results below e^-87 (near the
-/// smallest normal float) flush to 0, which only matters where they would be
-/// added to a softmax sum of at least 1. The kernel only needs x <= 0: scores
-/// less their row's max.
-template <int W>
-KILN_ALWAYS_INLINE typename Vec<W>::F vecExp(const typename Vec<W>::F &x) {
-  using F = typename Vec<W>::F;
-  using U = typename Vec<W>::U;
-  constexpr float kLow = -87.0f;
-  // Adding 1.5·2^23 rounds x·log2(e) to an integer held in the low mantissa
-  // bits; subtracting it back gives n as a float, the bit difference as int.
-  // Below kLow these are garbage (unsigned, so without overflow) that the
-  // final select drops.
-  constexpr float kRound = 12582912.0f;
-  const F shifted = x * 1.44269504088896341f + kRound;
-  const F n = shifted - kRound;
-  const U exponent = (U)shifted - (U)splat<W>(kRound);
-  // ln2 in two parts, the first exact in few bits, so n·ln2 loses nothing.
-  F r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  F p = 1.9875691500e-4f * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  const F power = (F)((exponent + 127) << 23);
-  // False for NaN, which the polynomial has carried through.
-  return x < kLow ? F{} : p * power;
-}
 
 template <int W>
 KILN_ALWAYS_INLINE float sumLanes(const typename Vec<W>::F &v) {

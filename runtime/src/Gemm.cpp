@@ -147,6 +147,15 @@ struct GemmOperands {
   float *c;
   int64_t ldc;
   bool accumulate; // into C's values rather than over them
+  const GemmEpilogue &epilogue;
+  detail::EpilogueRunner finish; // null when the epilogue is empty
+
+  /// Runs the epilogue on C[row:row+rows, col:col+cols] once its sums are
+  /// complete.
+  void finishTile(int64_t row, int64_t rows, int64_t col, int64_t cols) const {
+    if (finish)
+      finish(epilogue, c + row * ldc + col, ldc, row, rows, col, cols);
+  }
 };
 
 /// packed[p * stride + r] = rows[r * ld + p] for r < count, p < depth: lays
@@ -231,8 +240,9 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
     const int64_t depth = std::min(kc, g.k - p0);
     // The first block of k overwrites C unless asked to add to it; later
-    // ones add to it.
+    // ones add to it. After the last, each tile is complete.
     const bool accumulate = p0 > 0 || g.accumulate;
+    const bool last = p0 + depth == g.k;
     for (int64_t i0 = rowBegin; i0 < rowEnd; i0 += mc) {
       const int64_t blockRows = std::min(mc, rowEnd - i0);
       packABlock(g, i0, blockRows, p0, depth, mr, aBlock);
@@ -240,17 +250,21 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
         const int64_t panelCols = std::min(nc, colEnd - j0);
         packBPanel(g, p0, depth, j0, panelCols, nr, bPanel);
         for (int64_t is = 0; is < blockRows; is += mr)
-          for (int64_t js = 0; js < panelCols; js += nr)
+          for (int64_t js = 0; js < panelCols; js += nr) {
+            const int64_t rows = std::min(mr, blockRows - is);
+            const int64_t cols = std::min(nr, panelCols - js);
             kernel.run(depth, aBlock + is * depth, bPanel + js * depth,
-                       g.c + (i0 + is) * g.ldc + j0 + js, g.ldc,
-                       std::min(mr, blockRows - is),
-                       std::min(nr, panelCols - js), accumulate);
+                       g.c + (i0 + is) * g.ldc + j0 + js, g.ldc, rows, cols,
+                       accumulate);
+            if (last)
+              g.finishTile(i0 + is, rows, j0 + js, cols);
+          }
       }
     }
   }
 }
 
-/// C = (accumulate ? C : 0) + A·B for m <= kDirectRows, B not transposed,
+/// C = (accumulate ? C : 0) + A·B, then the epilogue, for m <= kDirectRows, B not transposed,
 /// one strip of directCols columns at a time, split over the pool when the
 /// product is big enough (a wide output layer).
 void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
@@ -259,8 +273,10 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t strip = begin; strip < end; ++strip) {
       const int64_t j = strip * kernel.directCols;
+      const int64_t cols = std::min(kernel.directCols, n - j);
       kernel.runDirect(g.k, g.a, g.lda, g.b + j, g.ldb, g.c + j, g.ldc, m,
-                       std::min(kernel.directCols, n - j), g.accumulate);
+                       cols, g.accumulate);
+      g.finishTile(0, m, j, cols);
     }
   };
   const int64_t threads = std::min<int64_t>(
@@ -385,16 +401,23 @@ void setGemmIsa(GemmIsa isa) {
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
            const float *b, int64_t ldb, bool transposeB, float *c, int64_t ldc,
-           ThreadPool *pool, bool accumulate) {
-  if (m <= 0 || n <= 0 || (k <= 0 && accumulate))
+           ThreadPool *pool, bool accumulate, const GemmEpilogue &epilogue) {
+  if (m <= 0 || n <= 0)
     return;
+  const GemmIsa isa = activeGemmIsa();
+  const GemmOperands operands{
+      k,   a,   lda,        b,       ldb,
+      transposeB, c, ldc, accumulate, epilogue,
+      epilogue.empty() ? nullptr
+                       : detail::epilogueRunnerFor(isa, epilogue.activation)};
   if (k <= 0) {
-    for (int64_t i = 0; i < m; ++i)
-      std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i)
+        std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    operands.finishTile(0, m, 0, n);
     return;
   }
-  const detail::GemmMicrokernel &kernel = microkernelFor(activeGemmIsa());
-  const GemmOperands operands{k, a, lda, b, ldb, transposeB, c, ldc, accumulate};
+  const detail::GemmMicrokernel &kernel = microkernelFor(isa);
   if (!transposeB && m <= detail::kDirectRows) {
     directGemm(kernel, operands, m, n, pool);
     return;
@@ -418,6 +441,19 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 }
 
 } // namespace kiln::rt
+
+extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
+                                    const float *a, int64_t lda,
+                                    const float *b, int64_t ldb,
+                                    int64_t transpose_b, const float *bias,
+                                    int64_t activation, const float *residual,
+                                    int64_t ldr, float *c, int64_t ldc) {
+  using namespace kiln::rt;
+  const GemmEpilogue epilogue{bias, static_cast<GemmActivation>(activation),
+                              residual, ldr};
+  sgemm(m, n, k, a, lda, b, ldb, transpose_b != 0, c, ldc, currentThreadPool(),
+        /*accumulate=*/false, epilogue);
+}
 
 extern "C" void kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n,
                                    int64_t k, const float *a,

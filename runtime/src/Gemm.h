@@ -33,16 +33,43 @@ void setGemmIsa(GemmIsa isa);
 /// less work than waking it costs.
 int threadsWorthUsing(ThreadPool *pool, double multiplyAdds);
 
+/// The activation of a GEMM epilogue. The values are kiln_ukernel_linear's
+/// `activation` argument, which generated code passes as the kiln dialect's
+/// Activation enum: keep the two in step.
+enum class GemmActivation : int64_t {
+  None = 0,
+  Relu = 1,     // max(x, 0)
+  Gelu = 2,     // x·Phi(x)
+  GeluTanh = 3, // 0.5·x·(1 + tanh(sqrt(2/pi)·(x + 0.044715·x³)))
+  Silu = 4,     // x·sigmoid(x)
+};
+
+/// What sgemm does to each element of C once its sum is complete, while the
+/// tile is still in cache: C[i][j] = activation(C[i][j] + bias[j]) +
+/// residual[i·ldr + j]. A null bias or residual is left out.
+struct GemmEpilogue {
+  const float *bias = nullptr;
+  GemmActivation activation = GemmActivation::None;
+  const float *residual = nullptr;
+  int64_t ldr = 0;
+
+  bool empty() const {
+    return !bias && !residual && activation == GemmActivation::None;
+  }
+};
+
 /// C = A·B, or C = A·Bᵀ when transposeB, for row-major m×k A and m×n C, and B
-/// k×n (or n×k when transposeB); with `accumulate`, C += the product instead.
-/// Leading dimensions are in elements and may exceed the logical row width.
-/// Without `accumulate` C is overwritten (zeros when k == 0). C must not
-/// overlap A or B. Splits large products over `pool`; nullptr runs on the
-/// calling thread. Accumulates in f32 (with FMA where the ISA has it), in the
-/// same order whatever the pool, so results do not depend on the thread count.
+/// k×n (or n×k when transposeB); with `accumulate`, C += the product instead;
+/// then `epilogue` on the result. Leading dimensions are in elements and may
+/// exceed the logical row width. Without `accumulate` C is overwritten (zeros
+/// when k == 0). C must not overlap A, B or the epilogue's operands. Splits
+/// large products over `pool`; nullptr runs on the calling thread.
+/// Accumulates in f32 (with FMA where the ISA has it), in the same order
+/// whatever the pool, so results do not depend on the thread count.
 void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
            const float *b, int64_t ldb, bool transposeB, float *c, int64_t ldc,
-           ThreadPool *pool, bool accumulate = false);
+           ThreadPool *pool, bool accumulate = false,
+           const GemmEpilogue &epilogue = {});
 
 namespace detail {
 
@@ -77,6 +104,14 @@ struct GemmMicrokernel {
 /// Products with at most this many rows of A skip packing (runDirect).
 constexpr int64_t kDirectRows = 4;
 
+/// Applies `epilogue` to C[row:row+rows, col:col+cols], which `c` points at
+/// (row and col place the residual and the bias).
+using EpilogueRunner = void (*)(const GemmEpilogue &epilogue, float *c,
+                                int64_t ldc, int64_t row, int64_t rows,
+                                int64_t col, int64_t cols);
+/// The runner of epilogues with `activation` on `isa` (GemmEpilogue.cpp).
+EpilogueRunner epilogueRunnerFor(GemmIsa isa, GemmActivation activation);
+
 #if defined(__x86_64__)
 extern const GemmMicrokernel avx2Microkernel;
 extern const GemmMicrokernel avx512Microkernel;
@@ -99,5 +134,16 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                    const float *b, int64_t b_batch_stride, int64_t ldb,
                    int64_t transpose_b, float *c, int64_t c_batch_stride,
                    int64_t ldc, int64_t accumulate);
+
+/// The GEMM with an epilogue that compiled model code calls for a fused
+/// kiln.linear: C = activation(A·B + bias) + residual, as kiln::rt::sgemm
+/// with a GemmEpilogue. `bias` (n floats) and `residual` (m×n, leading
+/// dimension ldr) may be null; `activation` is a GemmActivation value. Runs
+/// on currentThreadPool().
+extern "C" __attribute__((visibility("default"))) void
+kiln_ukernel_linear(int64_t m, int64_t n, int64_t k, const float *a,
+                    int64_t lda, const float *b, int64_t ldb,
+                    int64_t transpose_b, const float *bias, int64_t activation,
+                    const float *residual, int64_t ldr, float *c, int64_t ldc);
 
 #endif // KILN_RUNTIME_GEMM_H

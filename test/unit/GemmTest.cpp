@@ -171,6 +171,92 @@ TEST_P(SgemmTest, AccumulatesIntoC) {
   }
 }
 
+/// The activation applied in double, as the ONNX operators define it.
+double referenceActivation(GemmActivation activation, double x) {
+  switch (activation) {
+  case GemmActivation::Relu:
+    return x < 0 ? 0 : x;
+  case GemmActivation::Gelu:
+    return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  case GemmActivation::GeluTanh:
+    return 0.5 * x *
+           (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+  case GemmActivation::Silu:
+    return x / (1 + std::exp(-x));
+  case GemmActivation::None:
+    break;
+  }
+  return x;
+}
+
+TEST_P(SgemmTest, AppliesEpilogue) {
+  // act(A·B + bias) + residual through the unpacked path (m <= 4, one and
+  // several strips, a partial vector at the end of each row) and the packed
+  // one (several k blocks, edge tiles, threaded), each activation with and
+  // without bias and residual. Sums reach about ±20, so the activations'
+  // tails and both signs are covered; padding stays NaN.
+  ThreadPool twoThreads(2);
+  std::mt19937 rng(11);
+  const GemmActivation activations[] = {
+      GemmActivation::None, GemmActivation::Relu, GemmActivation::Gelu,
+      GemmActivation::GeluTanh, GemmActivation::Silu};
+  for (const Shape &shape : {Shape{1, 37, 300}, Shape{4, 70, 33},
+                             Shape{13, 33, 700}, Shape{100, 203, 61},
+                             Shape{3, 5, 0}}) {
+    for (bool transposeB : {false, true}) {
+      const Matrix a(shape.m, shape.k, 2, rng);
+      const Matrix b = transposeB ? Matrix(shape.n, shape.k, 1, rng)
+                                  : Matrix(shape.k, shape.n, 1, rng);
+      const Matrix bias(1, shape.n, 0, rng), residual(shape.m, shape.n, 5, rng);
+      for (GemmActivation activation : activations) {
+        for (int parts = 0; parts < 4; ++parts) {
+          const bool withBias = parts & 1, withResidual = parts & 2;
+          GemmEpilogue epilogue;
+          epilogue.bias = withBias ? bias.data.data() : nullptr;
+          epilogue.activation = activation;
+          epilogue.residual = withResidual ? residual.data.data() : nullptr;
+          epilogue.ldr = residual.ld;
+          const std::string what =
+              shapeName(shape) + (transposeB ? " transposeB" : "") +
+              " activation " + std::to_string(int(activation)) +
+              (withBias ? " bias" : "") + (withResidual ? " residual" : "");
+          Matrix c(shape.m, shape.n, 3, rng);
+          std::fill(c.data.begin(), c.data.end(), kNaN);
+          sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(),
+                b.ld, transposeB, c.data.data(), c.ld,
+                shape.m > 4 ? &twoThreads : nullptr, false, epilogue);
+          int64_t mismatches = 0;
+          for (int64_t i = 0; i < shape.m; ++i) {
+            for (int64_t j = 0; j < shape.n; ++j) {
+              double sum = withBias ? bias.at(0, j) : 0, magnitude = 0;
+              for (int64_t p = 0; p < shape.k; ++p) {
+                const double term = double(a.at(i, p)) *
+                                    (transposeB ? b.at(j, p) : b.at(p, j));
+                sum += term;
+                magnitude += std::fabs(term);
+              }
+              double expected = referenceActivation(activation, sum) +
+                                (withResidual ? residual.at(i, j) : 0);
+              const double error = std::fabs(c.at(i, j) - expected);
+              // The sum's rounding passes through the activation (slope at
+              // most 1.13) and the activations are good to about 1e-7·|x|.
+              if (!(error <= 2e-5 * magnitude + 1e-6 * (1 + std::fabs(sum))) &&
+                  mismatches++ < 5)
+                ADD_FAILURE() << what << ": C[" << i << "," << j
+                              << "] = " << c.at(i, j) << ", expected "
+                              << expected;
+            }
+            for (int64_t j = shape.n; j < c.ld; ++j)
+              if (!std::isnan(c.at(i, j)) && mismatches++ < 5)
+                ADD_FAILURE() << what << ": wrote the padding of row " << i;
+          }
+          EXPECT_EQ(mismatches, 0) << what;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
   std::mt19937 rng(7);
   const Matrix a(301, 700, 0, rng), b(700, 203, 0, rng);
@@ -280,6 +366,35 @@ TEST(KilnUkernelSgemmTest, BatchesWithOwnAndSharedOperands) {
 //===----------------------------------------------------------------------===//
 // ThreadPool
 //===----------------------------------------------------------------------===//
+
+TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
+  // Generated code passes the kiln dialect's Activation value (KilnBase.td:
+  // relu 1, gelu 2, gelu_tanh 3, silu 4; 0 when there is none) as is.
+  const std::pair<int64_t, GemmActivation> codes[] = {
+      {0, GemmActivation::None},     {1, GemmActivation::Relu},
+      {2, GemmActivation::Gelu},     {3, GemmActivation::GeluTanh},
+      {4, GemmActivation::Silu}};
+  std::mt19937 rng(3);
+  const int64_t m = 5, n = 19, k = 40;
+  const Matrix a(m, k, 0, rng), b(k, n, 0, rng), bias(1, n, 0, rng),
+      residual(m, n, 2, rng);
+  for (auto [code, activation] : codes) {
+    Matrix c(m, n, 1, rng);
+    kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data.data(), b.ld,
+                        /*transpose_b=*/0, bias.data.data(), code,
+                        residual.data.data(), residual.ld, c.data.data(), c.ld);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = bias.at(0, j);
+        for (int64_t p = 0; p < k; ++p)
+          sum += double(a.at(i, p)) * b.at(p, j);
+        const double expected =
+            referenceActivation(activation, sum) + residual.at(i, j);
+        ASSERT_NEAR(c.at(i, j), expected, 1e-5)
+            << "code " << code << " at [" << i << "," << j << "]";
+      }
+  }
+}
 
 TEST(ThreadPoolTest, Size) {
   EXPECT_EQ(ThreadPool(1).size(), 1);

@@ -30,15 +30,6 @@ Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
   return b.create<arith::ConstantIntOp>(loc, value, 64);
 }
 
-/// `tensor`'s buffer as the microkernel reads it.
-UkernelBuffer readBuffer(OpBuilder &b, Location loc, Value tensor) {
-  auto type = cast<TensorType>(tensor.getType());
-  Value buffer = b.create<bufferization::ToMemrefOp>(
-      loc, bufferization::getMemRefTypeWithFullyDynamicLayout(type), tensor,
-      /*read_only=*/true);
-  return describeBuffer(b, loc, buffer);
-}
-
 /// Appends a mask operand's pointer and its four strides against the scores
 /// [B, H, Tq, Tk]: aligned on the right, with stride 0 where the mask has a
 /// missing or static size-1 dim that broadcasts. A null pointer when absent.
@@ -46,8 +37,7 @@ void appendMask(OpBuilder &b, Location loc, Value mask,
                 SmallVectorImpl<Value> &arguments) {
   Value zero = i64Constant(b, loc, 0);
   if (!mask) {
-    arguments.push_back(
-        b.create<LLVM::ZeroOp>(loc, LLVM::LLVMPointerType::get(b.getContext())));
+    arguments.push_back(nullPointer(b, loc));
     arguments.append(4, zero);
     return;
   }

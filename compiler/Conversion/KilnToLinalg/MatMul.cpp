@@ -6,13 +6,20 @@
 // becomes a linalg.batch_matmul. The CPU backend replaces both with calls to
 // the runtime's GEMM microkernel after bufferization.
 //
+// kiln.linear, a product with a fused epilogue, becomes a call of the
+// runtime's kiln_ukernel_linear on its operands' buffers, since linalg has no
+// form for an epilogue applied tile by tile.
+//
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "compiler/Conversion/UkernelCalls.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -164,10 +171,92 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
   }
 };
 
+struct LinearLowering : public OpConversionPattern<LinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(LinearOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    if (!elementType.isF32())
+      return op.emitOpError("runs on f32 only in the CPU backend");
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput(), weight = adaptor.getWeight();
+    bool transposeB = op.getTransposeB();
+    SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+    SmallVector<OpFoldResult> weightSizes = sizesOf(rewriter, loc, weight);
+    OpFoldResult k = inputSizes.back();
+    OpFoldResult n = weightSizes[transposeB ? 0 : 1];
+    checkSameSize(rewriter, loc, op, weightSizes[transposeB ? 1 : 0], k,
+                  "the operands' contraction sizes differ");
+    SmallVector<OpFoldResult> resultSizes(inputSizes.begin(), inputSizes.end() - 1);
+    resultSizes.push_back(n);
+    checkResultSizes(rewriter, loc, op, resultType, resultSizes);
+
+    // The kernel sees [rows, K] · [K, N] = [rows, N].
+    OpFoldResult rows = multiplySizes(
+        rewriter, loc, ArrayRef<OpFoldResult>(resultSizes).drop_back());
+    Value flatInput = reshapeTo(rewriter, loc, input,
+                                tensorType({rows, k}, elementType), {rows, k});
+    UkernelBuffer lhs = readBuffer(rewriter, loc, flatInput, true);
+    UkernelBuffer rhs = readBuffer(rewriter, loc, weight, true);
+    Value bias, residual, residualStride;
+    if (Value biasTensor = adaptor.getBias()) {
+      checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, biasTensor)[0], n,
+                    "the bias does not have one value per column");
+      bias = readBuffer(rewriter, loc, biasTensor, true).pointer;
+    } else {
+      bias = nullPointer(rewriter, loc);
+    }
+    if (Value residualTensor = adaptor.getResidual()) {
+      for (auto [dim, sizes] : llvm::enumerate(llvm::zip_equal(
+               sizesOf(rewriter, loc, residualTensor), resultSizes)))
+        checkSameSize(rewriter, loc, op, std::get<0>(sizes), std::get<1>(sizes),
+                      "the residual's dim " + Twine(dim) +
+                          " differs from the result's");
+      Value flatResidual =
+          reshapeTo(rewriter, loc, residualTensor,
+                    tensorType({rows, n}, elementType), {rows, n});
+      UkernelBuffer buffer = readBuffer(rewriter, loc, flatResidual, true);
+      residual = buffer.pointer;
+      residualStride = buffer.strides[0];
+    } else {
+      residual = nullPointer(rewriter, loc);
+      residualStride = rewriter.create<arith::ConstantIntOp>(loc, 0, 64);
+    }
+
+    RankedTensorType flatType = tensorType({rows, n}, elementType);
+    SmallVector<Value> dynamicSizes;
+    for (OpFoldResult size : {rows, n})
+      if (!getConstantIntValue(size))
+        dynamicSizes.push_back(cast<Value>(size));
+    Value output = rewriter.create<memref::AllocOp>(
+        loc, MemRefType::get(flatType.getShape(), elementType), dynamicSizes);
+    UkernelBuffer out = describeBuffer(rewriter, loc, output);
+    int64_t activation =
+        op.getActivation() ? static_cast<int64_t>(*op.getActivation()) : 0;
+    SmallVector<Value> arguments = {
+        out.sizes[0], out.sizes[1], lhs.sizes[1],
+        lhs.pointer, lhs.strides[0], rhs.pointer, rhs.strides[0],
+        rewriter.create<arith::ConstantIntOp>(loc, transposeB, 64), bias,
+        rewriter.create<arith::ConstantIntOp>(loc, activation, 64), residual,
+        residualStride, out.pointer, out.strides[0]};
+    auto module = op->getParentOfType<ModuleOp>();
+    rewriter.create<func::CallOp>(
+        loc, getOrDeclareUkernel(module, kLinearUkernel, arguments), arguments);
+    Value product = rewriter.create<bufferization::ToTensorOp>(
+        loc, flatType, output, /*restrict=*/true, /*writable=*/true);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, resultType,
+                                     resultSizes));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateMatMulLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulLowering>(patterns.getContext());
+  patterns.add<MatMulLowering, LinearLowering>(patterns.getContext());
 }
 
 } // namespace kiln

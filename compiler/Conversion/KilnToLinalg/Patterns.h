@@ -7,6 +7,8 @@
 #ifndef KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
 #define KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
 
+#include "compiler/Conversion/UkernelCalls.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -121,6 +123,13 @@ void check(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
 void checkSameSize(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                    mlir::OpFoldResult actual, mlir::OpFoldResult expected,
                    const llvm::Twine &what);
+/// `tensor`'s buffer as a microkernel reads it (bufferization.to_memref,
+/// read-only). With `unitInnerStride` the buffer's last dim is contiguous:
+/// bufferization casts a buffer that provably is, and copies any other.
+UkernelBuffer readBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value tensor, bool unitInnerStride = false);
+/// The null !llvm.ptr, for an absent microkernel operand.
+mlir::Value nullPointer(mlir::OpBuilder &b, mlir::Location loc);
 /// A (possibly dynamic) tensor cast of `value` to `type` when they differ.
 mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                    mlir::RankedTensorType type);

@@ -5,7 +5,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -338,6 +341,27 @@ void checkSameSize(OpBuilder &b, Location loc, Operation *op,
       loc, arith::CmpIPredicate::eq, getValueOrCreateConstantIndexOp(b, loc, actual),
       getValueOrCreateConstantIndexOp(b, loc, expected));
   check(b, loc, op, equal, what);
+}
+
+UkernelBuffer readBuffer(OpBuilder &b, Location loc, Value tensor,
+                         bool unitInnerStride) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  BaseMemRefType bufferType =
+      bufferization::getMemRefTypeWithFullyDynamicLayout(type);
+  if (unitInnerStride) {
+    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+    strides.back() = 1;
+    bufferType = MemRefType::get(
+        type.getShape(), type.getElementType(),
+        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
+  }
+  Value buffer = b.create<bufferization::ToMemrefOp>(loc, bufferType, tensor,
+                                                     /*read_only=*/true);
+  return describeBuffer(b, loc, buffer);
+}
+
+Value nullPointer(OpBuilder &b, Location loc) {
+  return b.create<LLVM::ZeroOp>(loc, LLVM::LLVMPointerType::get(b.getContext()));
 }
 
 Value castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {

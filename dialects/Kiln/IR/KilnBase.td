@@ -76,6 +76,15 @@ def Kiln_ComparePredicate : I32EnumAttr<"ComparePredicate",
   let cppNamespace = "::kiln";
 }
 
+// Values are the runtime's GemmActivation (runtime/src/Gemm.h), which
+// kiln_ukernel_linear receives as is; 0 there means none.
+def Kiln_Activation : I32EnumAttr<"Activation",
+    "activation of a fused matrix product", [
+      I32EnumAttrCase<"relu", 1>, I32EnumAttrCase<"gelu", 2>,
+      I32EnumAttrCase<"gelu_tanh", 3>, I32EnumAttrCase<"silu", 4>]> {
+  let cppNamespace = "::kiln";
+}
+
 //===----------------------------------------------------------------------===//
 // Op base classes
 //===----------------------------------------------------------------------===//

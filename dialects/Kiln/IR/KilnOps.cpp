@@ -155,6 +155,36 @@ LogicalResult MatMulOp::verify() {
   return verifyResultShape(*this, expected, getResult());
 }
 
+LogicalResult LinearOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight());
+  if (input.size() < 2 || weight.size() != 2)
+    return emitOpError() << "needs an input of rank 2 or more and a 2-D "
+                         << "weight, got " << getInput().getType() << " and "
+                         << getWeight().getType();
+  int64_t weightK = getTransposeB() ? weight[1] : weight[0];
+  int64_t n = getTransposeB() ? weight[0] : weight[1];
+  if (failed(verifyCompatibleShape(ArrayRef<int64_t>{input.back()},
+                                   ArrayRef<int64_t>{weightK})))
+    return emitOpError() << "contraction sizes differ: input has K = "
+                         << input.back() << ", weight has K = " << weightK;
+  SmallVector<int64_t> expected(input.drop_back());
+  expected.push_back(n);
+  if (failed(verifyResultShape(*this, expected, getResult())))
+    return failure();
+  if (Value bias = getBias())
+    if (rankOf(bias) != 1 ||
+        failed(verifyCompatibleShape(shapeOf(bias), ArrayRef<int64_t>{n})))
+      return emitOpError() << "bias must have shape "
+                           << formatShape(ArrayRef<int64_t>{n}) << ", got "
+                           << bias.getType();
+  if (Value residual = getResidual())
+    if (failed(verifyCompatibleShape(shapeOf(residual), expected)))
+      return emitOpError() << "residual " << residual.getType()
+                           << " does not have the result's shape "
+                           << formatShape(expected);
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   for (Value operand : {getQuery(), getKey(), getValue(), getResult()})
     if (rankOf(operand) != 4)

@@ -925,3 +925,59 @@ func.func @attention_result(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf32>, 
   %o = kiln.attention %q, %k, %v {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x32xf32>) -> tensor<1x4x8x16xf32>
   return %o : tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// Tests that linear needs a 2-D weight.
+func.func @linear_weight_rank(%x: tensor<4x8xf32>, %w: tensor<1x8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.linear' op needs an input of rank 2 or more and a 2-D weight, got 'tensor<4x8xf32>' and 'tensor<1x8x16xf32>'}}
+  %y = kiln.linear %x, %w : (tensor<4x8xf32>, tensor<1x8x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that linear's contraction sizes must agree, the weight read as [N, K]
+// with transpose_b.
+func.func @linear_contraction(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'kiln.linear' op contraction sizes differ: input has K = 8, weight has K = 16}}
+  %y = kiln.linear %x, %w {transpose_b} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that linear's result keeps the input's rows and takes the weight's
+// columns.
+func.func @linear_result(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>) -> tensor<2x4x8xf32> {
+  // expected-error @+1 {{'kiln.linear' op result type 'tensor<2x4x8xf32>' does not match the expected shape [2, 4, 16]}}
+  %y = kiln.linear %x, %w : (tensor<2x4x8xf32>, tensor<8x16xf32>) -> tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+// Tests that linear's bias has one value per column: [1, N] is refused.
+func.func @linear_bias(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<1x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.linear' op bias must have shape [16], got 'tensor<1x16xf32>'}}
+  %y = kiln.linear %x, %w bias %b : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that linear's residual has the result's shape: it does not broadcast.
+func.func @linear_residual(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<1x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.linear' op residual 'tensor<1x16xf32>' does not have the result's shape [4, 16]}}
+  %y = kiln.linear %x, %w residual %r : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that linear's activation is one of the known ones.
+func.func @linear_activation(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{custom op 'kiln.linear' expected string or keyword containing one of the following enum values for attribute 'activation' [relu, gelu, gelu_tanh, silu]}}
+  %y = kiln.linear %x, %w activation tanh : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

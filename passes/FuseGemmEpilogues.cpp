@@ -1,0 +1,249 @@
+//===- FuseGemmEpilogues.cpp - The kiln-fuse-gemm-epilogues pass ----------===//
+//
+// Folds the elementwise ops that consume a product by a 2-D weight into one
+// kiln.linear, in the order they apply:
+//
+//   add(P, bias)             bias [N], added to every row
+//   act(P) or act(reshape(P))  relu, gelu (exact or tanh), silu
+//   add(P, r) or add(reshape(P), r)  r of the same shape, no broadcast
+//
+// where P is a single-use kiln.matmul by a 2-D weight or a kiln.linear that
+// has none of the later stages yet. Exporters often flatten the rows before
+// the product and restore them after (GPT-2's Conv1D), so an activation or
+// residual may sit behind that reshape: an elementwise op commutes with it,
+// and the residual is reshaped to the product's shape instead.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/PatternUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEGEMMEPILOGUES
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The epilogue stages in the order they apply.
+enum class Stage { None, Bias, Activation, Residual };
+
+/// A fusable product: a kiln.matmul by a 2-D weight or a kiln.linear, of f32,
+/// with its epilogue so far.
+struct Product {
+  Operation *op = nullptr;
+  Value input, weight, bias, residual;
+  std::optional<Activation> activation;
+  bool transposeB = false;
+
+  Stage lastStage() const {
+    if (residual)
+      return Stage::Residual;
+    if (activation)
+      return Stage::Activation;
+    return bias ? Stage::Bias : Stage::None;
+  }
+
+  /// A kiln.linear like this one with `fill` setting the next stage.
+  template <typename Fill>
+  Value rebuild(PatternRewriter &rewriter, Location loc, Fill fill) const {
+    Product next = *this;
+    fill(next);
+    return rewriter.create<LinearOp>(
+        loc, op->getResult(0).getType(), next.input, next.weight, next.bias,
+        next.activation ? ActivationAttr::get(rewriter.getContext(),
+                                              *next.activation)
+                        : ActivationAttr(),
+        next.residual, next.transposeB);
+  }
+};
+
+/// `value` as a product whose epilogue ends before `stage`, when `value` is
+/// its only use.
+std::optional<Product> productBefore(Value value, Stage stage) {
+  Operation *op = value.getDefiningOp();
+  if (!op || !value.hasOneUse() ||
+      !cast<RankedTensorType>(value.getType()).getElementType().isF32())
+    return std::nullopt;
+  Product product;
+  product.op = op;
+  if (auto matmul = dyn_cast<MatMulOp>(op)) {
+    if (cast<RankedTensorType>(matmul.getRhs().getType()).getRank() != 2)
+      return std::nullopt;
+    product.input = matmul.getLhs();
+    product.weight = matmul.getRhs();
+    product.transposeB = matmul.getTransposeB();
+  } else if (auto linear = dyn_cast<LinearOp>(op)) {
+    product.input = linear.getInput();
+    product.weight = linear.getWeight();
+    product.bias = linear.getBias();
+    product.activation = linear.getActivation();
+    product.residual = linear.getResidual();
+    product.transposeB = linear.getTransposeB();
+  } else {
+    return std::nullopt;
+  }
+  if (product.lastStage() >= stage)
+    return std::nullopt;
+  return product;
+}
+
+/// A product behind `value`, directly or through a single-use reshape.
+struct ReshapedProduct {
+  Product product;
+  ReshapeOp reshape; // null when `value` is the product itself
+};
+
+std::optional<ReshapedProduct> reshapedProductBefore(Value value, Stage stage) {
+  if (std::optional<Product> product = productBefore(value, stage))
+    return ReshapedProduct{*product, nullptr};
+  auto reshape = singleUseProducer<ReshapeOp>(value);
+  if (!reshape)
+    return std::nullopt;
+  if (std::optional<Product> product = productBefore(reshape.getInput(), stage))
+    return ReshapedProduct{*product, reshape};
+  return std::nullopt;
+}
+
+/// Replaces `root` with `linear`, reshaped as `behind.reshape` was, and
+/// erases the ops it absorbed.
+void replaceWithLinear(PatternRewriter &rewriter, Operation *root,
+                       ReshapedProduct behind, Value linear) {
+  Value result = linear;
+  if (behind.reshape)
+    result = rewriter.create<ReshapeOp>(root->getLoc(),
+                                        behind.reshape.getType(), linear,
+                                        behind.reshape.getShape());
+  auto type = cast<RankedTensorType>(root->getResult(0).getType());
+  if (result.getType() != type)
+    result = rewriter.create<tensor::CastOp>(root->getLoc(), type, result);
+  rewriter.replaceOp(root, result);
+  if (behind.reshape)
+    rewriter.eraseOp(behind.reshape);
+  rewriter.eraseOp(behind.product.op);
+}
+
+/// The number of columns of the product, when static.
+std::optional<int64_t> staticColumns(const Product &product) {
+  int64_t n = cast<RankedTensorType>(product.op->getResult(0).getType())
+                  .getShape()
+                  .back();
+  if (ShapedType::isDynamic(n))
+    return std::nullopt;
+  return n;
+}
+
+struct FuseBias : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (Value side : {add.getLhs(), add.getRhs()}) {
+      std::optional<Product> product = productBefore(side, Stage::Bias);
+      Value bias = otherOperand(add, side);
+      if (!product || !sameType(side, add))
+        continue;
+      // One value per column: [N] broadcast over the rows, nothing bigger.
+      auto biasType = cast<RankedTensorType>(bias.getType());
+      std::optional<int64_t> n = staticColumns(*product);
+      if (biasType.getRank() != 1 || !n || biasType.getDimSize(0) != *n)
+        continue;
+      Value linear = product->rebuild(rewriter, add.getLoc(),
+                                      [&](Product &p) { p.bias = bias; });
+      replaceWithLinear(rewriter, add, {*product, nullptr}, linear);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(add, "not a product plus a [N] bias");
+  }
+};
+
+template <typename OpTy>
+struct FuseActivation : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+
+  static Activation activationOf(OpTy op) {
+    if constexpr (std::is_same_v<OpTy, GeluOp>)
+      return op.getTanhApproximation() ? Activation::gelu_tanh
+                                       : Activation::gelu;
+    if constexpr (std::is_same_v<OpTy, SiluOp>)
+      return Activation::silu;
+    return Activation::relu;
+  }
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ReshapedProduct> behind =
+        reshapedProductBefore(op.getInput(), Stage::Activation);
+    if (!behind)
+      return rewriter.notifyMatchFailure(op, "not applied to a product");
+    Value linear = behind->product.rebuild(
+        rewriter, op.getLoc(),
+        [&](Product &p) { p.activation = activationOf(op); });
+    replaceWithLinear(rewriter, op, *behind, linear);
+    return success();
+  }
+};
+
+struct FuseResidual : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (Value side : {add.getLhs(), add.getRhs()}) {
+      std::optional<ReshapedProduct> behind =
+          reshapedProductBefore(side, Stage::Residual);
+      Value residual = otherOperand(add, side);
+      // Neither side may broadcast: the kernel reads the residual row by
+      // row in the product's layout.
+      if (!behind || residual == side || !provablySameShape(residual, side))
+        continue;
+      const Product &product = behind->product;
+      Value productValue = product.op->getResult(0);
+      auto productType = cast<RankedTensorType>(productValue.getType());
+      if (behind->reshape) {
+        // The residual takes the product's shape: its static sizes, with -1
+        // for the one dynamic size, which the element count then fixes.
+        if (productType.getNumDynamicDims() > 1)
+          continue;
+        SmallVector<int64_t> shape = llvm::to_vector(productType.getShape());
+        for (int64_t &size : shape)
+          if (ShapedType::isDynamic(size))
+            size = -1;
+        auto shapeType = RankedTensorType::get(
+            {productType.getRank()}, rewriter.getI64Type());
+        Value shapeValue = rewriter.create<ConstantOp>(
+            add.getLoc(), shapeType,
+            DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>(shape)));
+        residual = rewriter.create<ReshapeOp>(
+            add.getLoc(),
+            RankedTensorType::get(productType.getShape(),
+                                  productType.getElementType()),
+            residual, shapeValue);
+      }
+      Value linear = product.rebuild(rewriter, add.getLoc(),
+                                     [&](Product &p) { p.residual = residual; });
+      replaceWithLinear(rewriter, add, *behind, linear);
+      return success();
+    }
+    return rewriter.notifyMatchFailure(
+        add, "not a product plus a tensor of its provable shape");
+  }
+};
+
+struct FuseGemmEpiloguesPass
+    : public impl::KilnFuseGemmEpiloguesBase<FuseGemmEpiloguesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseBias, FuseResidual, FuseActivation<GeluOp>,
+                 FuseActivation<SiluOp>, FuseActivation<ReluOp>>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

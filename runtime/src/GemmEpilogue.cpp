@@ -1,0 +1,130 @@
+//===- GemmEpilogue.cpp - Bias, activation and residual on GEMM tiles -----===//
+//
+// sgemm runs the epilogue on each tile of C right after the tile's last
+// microkernel store, while it is in L1, instead of in another pass over C.
+// One source serves every ISA, as in the attention kernel: the row loop is
+// instantiated per vector width and activation inside target wrappers.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/src/Gemm.h"
+#include "runtime/src/VectorMath.h"
+
+#include <cstring>
+
+namespace kiln::rt::detail {
+namespace {
+
+template <int W, GemmActivation A>
+KILN_ALWAYS_INLINE typename Vec<W>::F activate(const typename Vec<W>::F &x) {
+  using F = typename Vec<W>::F;
+  if constexpr (A == GemmActivation::Relu)
+    return x < 0.0f ? F{} : x; // keeps NaN
+  if constexpr (A == GemmActivation::Gelu)
+    return exactGelu<W>(x);
+  if constexpr (A == GemmActivation::GeluTanh)
+    // 2u for u = sqrt(2/pi)·(x + 0.044715·x³).
+    return timesSigmoid<W>(x, x * (1.5957691216057308f + 0.071354816f * x * x));
+  if constexpr (A == GemmActivation::Silu)
+    return timesSigmoid<W>(x, x);
+  return x;
+}
+
+/// The epilogue on W columns starting at `j` of one row.
+template <int W, GemmActivation A>
+KILN_ALWAYS_INLINE typename Vec<W>::F finish(const typename Vec<W>::F &sum,
+                                             const float *bias,
+                                             const float *residual) {
+  typename Vec<W>::F x = sum;
+  if (bias)
+    x += load<W>(bias);
+  x = activate<W, A>(x);
+  if (residual)
+    x += load<W>(residual);
+  return x;
+}
+
+template <int W, GemmActivation A>
+KILN_ALWAYS_INLINE void finishTile(const GemmEpilogue &e, float *c,
+                                   int64_t ldc, int64_t row, int64_t rows,
+                                   int64_t col, int64_t cols) {
+  const float *bias = e.bias ? e.bias + col : nullptr;
+  for (int64_t r = 0; r < rows; ++r) {
+    float *out = c + r * ldc;
+    const float *residual =
+        e.residual ? e.residual + (row + r) * e.ldr + col : nullptr;
+    int64_t j = 0;
+    for (; j + W <= cols; j += W)
+      store<W>(out + j, finish<W, A>(load<W>(out + j), bias ? bias + j : nullptr,
+                                     residual ? residual + j : nullptr));
+    if (j == cols)
+      continue;
+    // The last partial vector goes through zero-padded copies, so that
+    // nothing past the row's end is read or written.
+    const int64_t tail = cols - j;
+    float sum[W] = {}, biasTail[W] = {}, residualTail[W] = {};
+    std::memcpy(sum, out + j, tail * sizeof(float));
+    if (bias)
+      std::memcpy(biasTail, bias + j, tail * sizeof(float));
+    if (residual)
+      std::memcpy(residualTail, residual + j, tail * sizeof(float));
+    store<W>(sum, finish<W, A>(load<W>(sum), bias ? biasTail : nullptr,
+                               residual ? residualTail : nullptr));
+    std::memcpy(out + j, sum, tail * sizeof(float));
+  }
+}
+
+// Four lanes: SSE2, which every x86-64 CPU has, or the target's own vectors.
+template <GemmActivation A>
+void finishGeneric(const GemmEpilogue &e, float *c, int64_t ldc, int64_t row,
+                   int64_t rows, int64_t col, int64_t cols) {
+  finishTile<4, A>(e, c, ldc, row, rows, col, cols);
+}
+
+#if defined(__x86_64__)
+template <GemmActivation A>
+__attribute__((target("avx2,fma"))) void
+finishAvx2(const GemmEpilogue &e, float *c, int64_t ldc, int64_t row,
+           int64_t rows, int64_t col, int64_t cols) {
+  finishTile<8, A>(e, c, ldc, row, rows, col, cols);
+}
+
+template <GemmActivation A>
+__attribute__((target("avx512f"))) void
+finishAvx512(const GemmEpilogue &e, float *c, int64_t ldc, int64_t row,
+             int64_t rows, int64_t col, int64_t cols) {
+  finishTile<16, A>(e, c, ldc, row, rows, col, cols);
+}
+#endif
+
+template <GemmActivation A> EpilogueRunner runnerFor(GemmIsa isa) {
+  switch (isa) {
+#if defined(__x86_64__)
+  case GemmIsa::Avx512:
+    return finishAvx512<A>;
+  case GemmIsa::Avx2:
+    return finishAvx2<A>;
+#endif
+  default:
+    return finishGeneric<A>;
+  }
+}
+
+} // namespace
+
+EpilogueRunner epilogueRunnerFor(GemmIsa isa, GemmActivation activation) {
+  switch (activation) {
+  case GemmActivation::Relu:
+    return runnerFor<GemmActivation::Relu>(isa);
+  case GemmActivation::Gelu:
+    return runnerFor<GemmActivation::Gelu>(isa);
+  case GemmActivation::GeluTanh:
+    return runnerFor<GemmActivation::GeluTanh>(isa);
+  case GemmActivation::Silu:
+    return runnerFor<GemmActivation::Silu>(isa);
+  case GemmActivation::None:
+    break;
+  }
+  return runnerFor<GemmActivation::None>(isa);
+}
+
+} // namespace kiln::rt::detail
