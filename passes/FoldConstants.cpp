@@ -5,7 +5,9 @@
 // kiln.constant. Ops run in program order, so whole constant subgraphs (the
 // shape arithmetic exporters emit) fold in one sweep. The shape queries that
 // start those subgraphs fold too: an element of shape_of(x) is the dim of x,
-// a constant when that dim is static.
+// a constant when that dim is static. Each op's result types are refined
+// from its operands first (ShapeInference.h), so dims that ONNX shape
+// inference lost become static and fold as well.
 //
 // Folding computes exactly what the lowered op computes at run time, except
 // that exp, tanh, erf and the like use libm here (correctly rounded or
@@ -17,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
+#include "passes/ShapeInference.h"
 
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
@@ -545,21 +548,10 @@ std::optional<Constant> evaluateSlice(const Constant &input,
     int64_t s = steps.ints[i];
     if (s == 0)
       return std::nullopt;
-    // ONNX's clamping: negative indices count from the end; starts clamp to
-    // [0, size] ([0, size - 1] going backwards), ends to [-1, size].
-    auto normalize = [&](int64_t index, int64_t low, int64_t high) {
-      if (index < 0)
-        index += size;
-      return std::clamp(index, low, high);
-    };
-    int64_t begin = s > 0 ? normalize(starts.ints[i], 0, size)
-                          : normalize(starts.ints[i], 0, size - 1);
-    int64_t end = s > 0 ? normalize(ends.ints[i], 0, size)
-                        : normalize(ends.ints[i], -1, size - 1);
-    int64_t count = s > 0 ? (end - begin + s - 1) / s : (begin - end - s - 1) / -s;
-    first[axis] = begin;
+    SliceRange range = sliceRange(size, starts.ints[i], ends.ints[i], s);
+    first[axis] = range.first;
     step[axis] = s;
-    shape[axis] = std::max<int64_t>(count, 0);
+    shape[axis] = range.count;
   }
   Constant result = empty(shape, input.elementType);
   // The slice is a strided view of the input: element `first` on, each dim
@@ -701,9 +693,14 @@ struct FoldConstantsPass
           op->getNumResults() == 1)
         ops.push_back(op);
     });
-    for (Operation *op : ops)
+    // Each op first gets the result types its operands prove, so that the
+    // dims read from it fold, and the shapes computed from those dims refine
+    // the ops after it.
+    for (Operation *op : ops) {
+      refineResultTypes(op);
       if (!foldShapeQuery(op))
         foldConstantOperands(op);
+    }
     // The kiln ops that folding left without users (the shape_of feeding a
     // folded gather, operands of folded ops) go too, last user first. kiln
     // ops have no regions, so the function's blocks hold them all.

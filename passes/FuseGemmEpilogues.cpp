@@ -48,13 +48,15 @@ struct Product {
     return bias ? Stage::Bias : Stage::None;
   }
 
-  /// A kiln.linear like this one with `fill` setting the next stage.
+  /// A kiln.linear of type `type` like this one with `fill` setting the
+  /// next stage.
   template <typename Fill>
-  Value rebuild(PatternRewriter &rewriter, Location loc, Fill fill) const {
+  Value rebuild(PatternRewriter &rewriter, Location loc, Type type,
+                Fill fill) const {
     Product next = *this;
     fill(next);
     return rewriter.create<LinearOp>(
-        loc, op->getResult(0).getType(), next.input, next.weight, next.bias,
+        loc, type, next.input, next.weight, next.bias,
         next.activation ? ActivationAttr::get(rewriter.getContext(),
                                               *next.activation)
                         : ActivationAttr(),
@@ -109,22 +111,42 @@ std::optional<ReshapedProduct> reshapedProductBefore(Value value, Stage stage) {
   return std::nullopt;
 }
 
-/// Replaces `root` with `linear`, reshaped as `behind.reshape` was, and
-/// erases the ops it absorbed.
-void replaceWithLinear(PatternRewriter &rewriter, Operation *root,
-                       ReshapedProduct behind, Value linear) {
-  Value result = linear;
+/// Replaces `root` with the product's kiln.linear, `fill` setting the next
+/// stage, reshaped as `behind.reshape` was, and erases the ops it absorbed.
+/// The op that replaces `root` takes its type, which may be more static than
+/// the product's, so that its lowering checks the sizes root's would have.
+template <typename Fill>
+void fuseInto(PatternRewriter &rewriter, Operation *root,
+              ReshapedProduct behind, Fill fill) {
+  Location loc = root->getLoc();
+  Type rootType = root->getResult(0).getType();
+  Value result = behind.product.rebuild(
+      rewriter, loc,
+      behind.reshape ? behind.product.op->getResult(0).getType() : rootType,
+      fill);
   if (behind.reshape)
-    result = rewriter.create<ReshapeOp>(root->getLoc(),
-                                        behind.reshape.getType(), linear,
+    result = rewriter.create<ReshapeOp>(loc, rootType, result,
                                         behind.reshape.getShape());
-  auto type = cast<RankedTensorType>(root->getResult(0).getType());
-  if (result.getType() != type)
-    result = rewriter.create<tensor::CastOp>(root->getLoc(), type, result);
   rewriter.replaceOp(root, result);
   if (behind.reshape)
     rewriter.eraseOp(behind.reshape);
   rewriter.eraseOp(behind.product.op);
+}
+
+/// Whether adding `a` and `b` may broadcast one of them: their ranks differ,
+/// or a dim is static 1 on one side only. Otherwise their sizes are equal
+/// whenever the add runs, since kiln's broadcasting ops fail at run time when
+/// a dynamic size would broadcast.
+bool mayBroadcast(Value a, Value b) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  if (aType.getRank() != bType.getRank())
+    return true;
+  for (auto [x, y] : llvm::zip_equal(aType.getShape(), bType.getShape()))
+    if ((x == 1) != (y == 1) ||
+        (!ShapedType::isDynamic(x) && !ShapedType::isDynamic(y) && x != y))
+      return true;
+  return false;
 }
 
 /// The number of columns of the product, when static.
@@ -152,9 +174,8 @@ struct FuseBias : public OpRewritePattern<AddOp> {
       std::optional<int64_t> n = staticColumns(*product);
       if (biasType.getRank() != 1 || !n || biasType.getDimSize(0) != *n)
         continue;
-      Value linear = product->rebuild(rewriter, add.getLoc(),
-                                      [&](Product &p) { p.bias = bias; });
-      replaceWithLinear(rewriter, add, {*product, nullptr}, linear);
+      fuseInto(rewriter, add, {*product, nullptr},
+               [&](Product &p) { p.bias = bias; });
       return success();
     }
     return rewriter.notifyMatchFailure(add, "not a product plus a [N] bias");
@@ -180,10 +201,8 @@ struct FuseActivation : public OpRewritePattern<OpTy> {
         reshapedProductBefore(op.getInput(), Stage::Activation);
     if (!behind)
       return rewriter.notifyMatchFailure(op, "not applied to a product");
-    Value linear = behind->product.rebuild(
-        rewriter, op.getLoc(),
-        [&](Product &p) { p.activation = activationOf(op); });
-    replaceWithLinear(rewriter, op, *behind, linear);
+    fuseInto(rewriter, op, *behind,
+             [&](Product &p) { p.activation = activationOf(op); });
     return success();
   }
 };
@@ -196,41 +215,43 @@ struct FuseResidual : public OpRewritePattern<AddOp> {
     for (Value side : {add.getLhs(), add.getRhs()}) {
       std::optional<ReshapedProduct> behind =
           reshapedProductBefore(side, Stage::Residual);
-      Value residual = otherOperand(add, side);
-      // Neither side may broadcast: the kernel reads the residual row by
-      // row in the product's layout.
-      if (!behind || residual == side || !provablySameShape(residual, side))
+      if (!behind)
         continue;
-      const Product &product = behind->product;
-      Value productValue = product.op->getResult(0);
-      auto productType = cast<RankedTensorType>(productValue.getType());
-      if (behind->reshape) {
-        // The residual takes the product's shape: its static sizes, with -1
-        // for the one dynamic size, which the element count then fixes.
-        if (productType.getNumDynamicDims() > 1)
+      Value residual = otherOperand(add, side);
+      auto productType =
+          cast<RankedTensorType>(behind->product.op->getResult(0).getType());
+      if (!behind->reshape) {
+        // The kernel reads the residual in the product's shape; the
+        // lowering checks its sizes, and fails where the add would.
+        if (mayBroadcast(residual, side))
+          continue;
+      } else {
+        // The residual is reshaped to the product's shape by its element
+        // count, so it must provably have the reshape's shape. The target
+        // is the product's static sizes with -1 for its one dynamic size
+        // (a 0 would copy a dim instead).
+        if (productType.getNumDynamicDims() > 1 ||
+            llvm::is_contained(productType.getShape(), 0) ||
+            !provablySameShape(residual, side))
           continue;
         SmallVector<int64_t> shape = llvm::to_vector(productType.getShape());
         for (int64_t &size : shape)
           if (ShapedType::isDynamic(size))
             size = -1;
-        auto shapeType = RankedTensorType::get(
-            {productType.getRank()}, rewriter.getI64Type());
+        auto shapeType = RankedTensorType::get({productType.getRank()},
+                                               rewriter.getI64Type());
         Value shapeValue = rewriter.create<ConstantOp>(
             add.getLoc(), shapeType,
             DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>(shape)));
-        residual = rewriter.create<ReshapeOp>(
-            add.getLoc(),
-            RankedTensorType::get(productType.getShape(),
-                                  productType.getElementType()),
-            residual, shapeValue);
+        residual = rewriter.create<ReshapeOp>(add.getLoc(), productType,
+                                              residual, shapeValue);
       }
-      Value linear = product.rebuild(rewriter, add.getLoc(),
-                                     [&](Product &p) { p.residual = residual; });
-      replaceWithLinear(rewriter, add, *behind, linear);
+      fuseInto(rewriter, add, *behind,
+               [&](Product &p) { p.residual = residual; });
       return success();
     }
     return rewriter.notifyMatchFailure(
-        add, "not a product plus a tensor of its provable shape");
+        add, "not a product plus a tensor of its shape");
   }
 };
 

@@ -20,6 +20,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
       {"fuse-attention", &fuseAttention, true},
       {"fuse-normalizations", &fuseNormalizations, true},
       {"fuse-activations", &fuseActivations, true},
+      {"fuse-rotary", &fuseRotary, true},
       {"fuse-gemm-epilogues", &fuseGemmEpilogues, true},
       {"fuse-elementwise", &fuseElementwise, true},
       {"memory-plan", &planMemory, false},
@@ -63,6 +64,8 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
     func.addPass(createKilnFuseNormalizations());
   if (options.fuseActivations)
     func.addPass(createKilnFuseActivations());
+  if (options.fuseRotary)
+    func.addPass(createKilnFuseRotaryEmbeddings());
   if (options.fuseGemmEpilogues)
     func.addPass(createKilnFuseGemmEpilogues());
   func.addPass(createCanonicalizerPass());

@@ -26,6 +26,7 @@ struct OptimizationOptions {
   bool fuseAttention = true;
   bool fuseNormalizations = true;
   bool fuseActivations = true;
+  bool fuseRotary = true;
   bool fuseGemmEpilogues = true;
   /// linalg's elementwise fusion after the lowering (chains of elementwise
   /// ops into one loop); it belongs to the tensor lowering pipeline.
@@ -36,15 +37,16 @@ struct OptimizationOptions {
 
   /// Turns off the comma-separated `names`: "constant-fold", "fusion" (every
   /// fusion), "fuse-attention", "fuse-normalizations", "fuse-activations",
-  /// "fuse-gemm-epilogues", "fuse-elementwise" or "memory-plan". False, with `error` naming it, on an
+  /// "fuse-rotary", "fuse-gemm-epilogues", "fuse-elementwise" or
+  /// "memory-plan". False, with `error` naming it, on an
   /// unknown name.
   bool disable(llvm::StringRef names, std::string &error);
 };
 
 /// The kiln-to-kiln passes that `options` enables, between two
 /// canonicalizations: constant folding, then the fusions in the order
-/// attention, normalizations, activations, GEMM epilogues (which absorb the
-/// activations). `kilnc --emit=optimized` prints
+/// attention, normalizations, activations, rotary embeddings, GEMM
+/// epilogues (which absorb the activations). `kilnc --emit=optimized` prints
 /// its result, which is what the lowering starts from.
 void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,
                                     const OptimizationOptions &options = {});

@@ -43,6 +43,14 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
     lose their static parts. Where the op's result type is less static than
     the constant, a `tensor.cast` keeps the users' types.
 
+    Before an op is folded, its result types are refined from its operands
+    (`refineResultTypes`, ShapeInference.h): a reshape whose folded shape
+    entries are constants or static dims, and the transposes, products,
+    slices, concats and elementwise ops after it, get the static sizes that
+    ONNX shape inference lost, so that dims read from them fold in the same
+    sweep. A type that disagrees with what the operands prove is left for
+    the run-time checks.
+
     Ops whose run-time checks would fail (an index out of range, an integer
     division by zero, a float-to-integer cast out of range) are left for run
     time, so that the error still names them. Weights (`dense_resource`) are
@@ -169,6 +177,45 @@ def KilnFuseActivations : Pass<"kiln-fuse-activations", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnFuseRotaryEmbeddings : Pass<"kiln-fuse-rotary-embeddings", "mlir::func::FuncOp"> {
+  let summary = "Fuses the decomposed rotary position embedding into kiln.rotary";
+  let description = [{
+    Recognizes the rotary embedding in the layout of Llama and GPT-NeoX,
+
+    ```
+    x * cos + rotate_half(x) * sin
+    rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2], axis = -1)
+    ```
+
+    with the products' and the sum's operands in either order and the
+    halves taken by single-step slices of the last axis (ONNX's negative and
+    clamped indices allowed), and replaces it with one `kiln.rotary`, which
+    the CPU backend computes in one loop that reads each element's partner
+    in place of the halves, negation and concat.
+
+    It does not fire when an intermediate (a product, the concat, the
+    negation, a half) has another user, when the halves are not exactly the
+    two halves of a static, even last axis, when `cos` or `sin` does not
+    have that last dim, or for GPT-J's interleaved pairs, which are another
+    function.
+
+    Example:
+
+    ```mlir
+    %a = kiln.mul %x, %cos : ...
+    %h2 = kiln.slice %x[%c8 : %end : %c1] {axes = array<i64: 3>} : ...
+    %n = kiln.neg %h2 : ...
+    %h1 = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 3>} : ...
+    %r = kiln.concat %n, %h1 {axis = 3 : i64} : ...
+    %b = kiln.mul %r, %sin : ...
+    %y = kiln.add %a, %b : ...
+    // becomes
+    %y = kiln.rotary %x, %cos, %sin : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp"> {
   let summary = "Fuses a product's bias, activation and residual into kiln.linear";
   let description = [{
@@ -190,9 +237,12 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
 
     It does not fire when the product or the reshape has another user, when
     the weight is not 2-D, for element types other than f32, when the bias
-    is not [N], or when the residual and the product are not provably of one
-    shape (either would broadcast). Shapes are proven by tracing each dim to
-    its source (`traceDim` in PatternUtils).
+    is not [N], or when the residual could broadcast against the product: a
+    static 1 on one side only. (A dynamic size that would broadcast fails at
+    run time in kiln, as the fused op's size check does.) Behind a reshape,
+    where the residual is reshaped by its element count, its shape must be
+    provably the reshape's, each dim traced to its source (`traceDim` in
+    PatternUtils).
 
     Example:
 
@@ -205,7 +255,7 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
         : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x256xf32>
     ```
   }];
-  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
+  let dependentDialects = ["::kiln::KilnDialect"];
 }
 
 #endif // KILN_PASSES_PASSES_TD

@@ -1,6 +1,9 @@
 //===- PatternUtils.cpp - Matchers shared by the graph passes -------------===//
 #include "passes/PatternUtils.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/DenseMap.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -143,82 +146,107 @@ std::optional<SmallVector<ShapeElement>> shapeElements(Value shape) {
   return elements;
 }
 
-/// Traces at most this many ops back, which keeps a pattern's match cost
-/// bounded on long chains.
-constexpr int kMaxTraceSteps = 64;
+namespace {
 
-static DimSource traceDim(Value value, int64_t dim, int steps) {
-  auto type = cast<RankedTensorType>(value.getType());
-  if (!type.isDynamicDim(dim))
-    return {type.getDimSize(dim), nullptr, 0};
-  DimSource here{std::nullopt, value, dim};
-  Operation *op = value.getDefiningOp();
-  if (!op || steps >= kMaxTraceSteps)
-    return here;
-  auto next = [&](Value operand, int64_t operandDim) {
-    return traceDim(operand, operandDim, steps + 1);
-  };
-  int64_t rank = type.getRank();
-  if (isa<LayerNormOp, RmsNormOp, SoftmaxOp, LogSoftmaxOp, GeluOp, CastOp>(op) ||
-      op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-      op->hasTrait<OpTrait::SameOperandsAndResultShape>())
-    return next(op->getOperand(0), dim);
-  if (auto transpose = dyn_cast<TransposeOp>(op))
-    return next(transpose.getInput(), transpose.getPermutation()[dim]);
-  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
-    std::optional<SmallVector<ShapeElement>> elements =
-        shapeElements(reshape.getShape());
-    if (!elements || elements->size() != static_cast<size_t>(rank))
-      return here;
-    const ShapeElement &element = (*elements)[dim];
-    if (element.tensor)
-      return next(element.tensor, element.index);
-    if (element.constant && *element.constant > 0)
-      return {*element.constant, nullptr, 0};
-    // 0 copies the input's dim; -1 is inferred from the element count.
-    if (element.constant == 0 && dim < rankOf(reshape.getInput()))
-      return next(reshape.getInput(), dim);
-    return here;
+/// Traces dims back with a memo of the (value, dim) pairs already traced:
+/// where paths meet again (an add of x and f(x)), the shared part is traced
+/// once, so a query costs at most one step per (value, dim) of the graph.
+class DimTracer {
+public:
+  DimSource trace(Value value, int64_t dim, int depth = 0) {
+    auto key = std::make_pair(value, dim);
+    auto found = memo_.find(key);
+    if (found != memo_.end())
+      return found->second;
+    DimSource source = traceOnce(value, dim, depth);
+    memo_[key] = source;
+    return source;
   }
-  if (isa<MatMulOp, LinearOp>(op)) {
-    Value rows = op->getOperand(0), columns = op->getOperand(1);
-    if (rankOf(columns) != 2 || dim == rank - 1)
+
+private:
+  /// The trace recurses once per op, at most this deep.
+  static constexpr int kMaxDepth = 64;
+
+  DimSource traceOnce(Value value, int64_t dim, int depth) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (!type.isDynamicDim(dim))
+      return {type.getDimSize(dim), nullptr, 0};
+    DimSource here{std::nullopt, value, dim};
+    Operation *op = value.getDefiningOp();
+    if (!op || depth >= kMaxDepth)
       return here;
-    return next(rows, dim);
-  }
-  if (auto attention = dyn_cast<AttentionOp>(op))
-    return dim < 3 ? next(attention.getQuery(), dim) : here;
-  if (auto split = dyn_cast<SplitOp>(op))
-    return dim == split.getAxis() ? here : next(split.getInput(), dim);
-  if (auto concat = dyn_cast<ConcatOp>(op))
-    return dim == concat.getAxis() ? here : next(concat.getInputs()[0], dim);
-  if (op->hasTrait<OpTrait::ResultsBroadcastableShape>()) {
-    // The result's size is the operands' where they agree; an operand of
-    // static size 1, or without the dim, broadcasts and does not count.
-    std::optional<DimSource> agreed;
-    for (Value operand : op->getOperands()) {
-      int64_t operandDim = dim - (rank - rankOf(operand));
-      if (operandDim < 0 ||
-          cast<RankedTensorType>(operand.getType()).getDimSize(operandDim) == 1)
-        continue;
-      DimSource source = next(operand, operandDim);
-      if (agreed && !(*agreed == source))
+    auto next = [&](Value operand, int64_t operandDim) {
+      return trace(operand, operandDim, depth + 1);
+    };
+    int64_t rank = type.getRank();
+    if (isa<LayerNormOp, RmsNormOp, tensor::CastOp>(op) ||
+        op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+        op->hasTrait<OpTrait::SameOperandsAndResultShape>())
+      return next(op->getOperand(0), dim);
+    if (auto transpose = dyn_cast<TransposeOp>(op))
+      return next(transpose.getInput(), transpose.getPermutation()[dim]);
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      std::optional<SmallVector<ShapeElement>> elements =
+          shapeElements(reshape.getShape());
+      if (!elements || elements->size() != static_cast<size_t>(rank))
         return here;
-      agreed = source;
+      const ShapeElement &element = (*elements)[dim];
+      if (element.tensor)
+        return next(element.tensor, element.index);
+      if (element.constant && *element.constant > 0)
+        return {*element.constant, nullptr, 0};
+      // 0 copies the input's dim; -1 is inferred from the element count.
+      if (element.constant == 0 && dim < rankOf(reshape.getInput()))
+        return next(reshape.getInput(), dim);
+      return here;
     }
-    return agreed ? *agreed : here;
+    if (isa<MatMulOp, LinearOp>(op)) {
+      Value rows = op->getOperand(0), columns = op->getOperand(1);
+      if (rankOf(columns) != 2 || dim == rank - 1)
+        return here;
+      return next(rows, dim);
+    }
+    if (auto attention = dyn_cast<AttentionOp>(op))
+      return dim < 3 ? next(attention.getQuery(), dim) : here;
+    if (auto split = dyn_cast<SplitOp>(op))
+      return dim == split.getAxis() ? here : next(split.getInput(), dim);
+    if (auto concat = dyn_cast<ConcatOp>(op))
+      return dim == concat.getAxis() ? here : next(concat.getInputs()[0], dim);
+    if (op->hasTrait<OpTrait::ResultsBroadcastableShape>()) {
+      // The result's size is the operands' where they agree; an operand of
+      // static size 1, or without the dim, broadcasts and does not count.
+      std::optional<DimSource> agreed;
+      for (Value operand : op->getOperands()) {
+        int64_t operandDim = dim - (rank - rankOf(operand));
+        if (operandDim < 0 ||
+            cast<RankedTensorType>(operand.getType()).getDimSize(operandDim) == 1)
+          continue;
+        DimSource source = next(operand, operandDim);
+        if (agreed && !(*agreed == source))
+          return here;
+        agreed = source;
+      }
+      return agreed ? *agreed : here;
+    }
+    return here;
   }
-  return here;
-}
 
-DimSource traceDim(Value value, int64_t dim) { return traceDim(value, dim, 0); }
+  llvm::DenseMap<std::pair<Value, int64_t>, DimSource> memo_;
+};
+
+} // namespace
+
+DimSource traceDim(Value value, int64_t dim) {
+  return DimTracer().trace(value, dim);
+}
 
 bool provablySameShape(Value a, Value b) {
   int64_t rank = rankOf(a);
   if (rank != rankOf(b))
     return false;
+  DimTracer tracer;
   for (int64_t dim = 0; dim < rank; ++dim)
-    if (!(traceDim(a, dim) == traceDim(b, dim)))
+    if (!(tracer.trace(a, dim) == tracer.trace(b, dim)))
       return false;
   return true;
 }

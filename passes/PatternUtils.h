@@ -50,18 +50,19 @@ struct ShapeElement {
   bool isConstant(int64_t value) const { return constant == value; }
 };
 
-/// The entries of the 1-D i64 tensor `shape` when each is known: shape
-/// subgraphs as exporters write them after kiln-fold-constants (concat of
-/// unsqueezed kiln.dim values and constants, and ONNX Expand's
-/// where(shape == -1, 1, shape)).
+/// The entries of the 1-D i64 tensor `shape` when its structure is known:
+/// shape subgraphs as exporters write them after kiln-fold-constants (concat
+/// of unsqueezed kiln.dim values, constants and other scalars, which are
+/// unknown entries, and ONNX Expand's where(shape == -1, 1, shape), whose
+/// comparisons must be decided).
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value shape);
 
 /// Where the size of a tensor's dim comes from, traced back through the ops
 /// that keep it: a static size, or dim `index` of `tensor` beyond which the
 /// trace stops. Two dims that trace to the same source are equal at run time
-/// (the ops in between check what they assume and fail otherwise), with one
-/// exception that fused ops must check at run time: a reshape entry that is a
-/// dim of size 0 copies the input's dim instead (ONNX's allowzero = 0).
+/// (the ops in between check what they assume and fail otherwise). The one
+/// exception needs an empty tensor: a reshape entry that is a dim of size 0
+/// copies the input's dim instead (ONNX's allowzero = 0).
 struct DimSource {
   std::optional<int64_t> size;
   mlir::Value tensor;
@@ -74,10 +75,10 @@ struct DimSource {
 };
 
 /// The source of dim `dim` of `value`: through shape-preserving ops
-/// (elementwise, casts, normalizations, softmax), transposes, reshapes whose
-/// target entry is a known dim or constant, a broadcasting op's operands when
-/// they agree, the rows of a product by a 2-D weight, split and concat off
-/// their axis, and attention's query dims.
+/// (elementwise, casts, normalizations, softmax, tensor.cast), transposes,
+/// reshapes whose target entry is a known dim or constant, a broadcasting
+/// op's operands when they agree, the rows of a product by a 2-D weight,
+/// split and concat off their axis, and attention's query dims.
 DimSource traceDim(mlir::Value value, int64_t dim);
 
 /// Whether `a` and `b` provably have the same shape at run time.

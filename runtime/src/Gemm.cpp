@@ -442,6 +442,9 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 
 } // namespace kiln::rt
 
+// Runtime.cpp: ends the run in progress with `message`.
+extern "C" void kiln_rt_trap(const char *message);
+
 extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
                                     const float *a, int64_t lda,
                                     const float *b, int64_t ldb,
@@ -449,6 +452,11 @@ extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
                                     int64_t activation, const float *residual,
                                     int64_t ldr, float *c, int64_t ldc) {
   using namespace kiln::rt;
+  // Before anything with a destructor exists: the trap jumps over this frame.
+  if (activation < static_cast<int64_t>(GemmActivation::None) ||
+      activation > static_cast<int64_t>(GemmActivation::Silu))
+    kiln_rt_trap("kiln_ukernel_linear: unknown activation code (the code was "
+                 "compiled for a newer runtime)");
   const GemmEpilogue epilogue{bias, static_cast<GemmActivation>(activation),
                               residual, ldr};
   sgemm(m, n, k, a, lda, b, ldb, transpose_b != 0, c, ldc, currentThreadPool(),

@@ -166,3 +166,79 @@ func.func @float_range() -> tensor<?xf32> {
   %r = kiln.range %start, %limit, %delta : (tensor<f32>, tensor<f32>, tensor<f32>) -> tensor<?xf32>
   return %r : tensor<?xf32>
 }
+
+// -----
+
+// Tests that result types are refined from what the operands prove, in
+// program order, so that dims read from a refined type fold in turn: the
+// reshape's shape [dim(x, 0), 4, 16] makes it ?x4x16, the transpose and
+// the elementwise ops after it follow, the head size read from the
+// transpose folds to 16 and its half to 8, which makes the slice's width
+// static. The function's result keeps its declared type through a cast.
+
+// CHECK-LABEL: func.func @refine_types
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x64xf32>) -> tensor<4x?x?xf32>
+//       CHECK: %[[R:.+]] = kiln.reshape %[[X]], %{{.+}} : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x4x16xf32>
+//       CHECK: %[[T:.+]] = kiln.transpose %[[R]] {permutation = array<i64: 1, 0, 2>} : (tensor<?x4x16xf32>) -> tensor<4x?x16xf32>
+//       CHECK: %[[N:.+]] = kiln.neg %[[T]] : tensor<4x?x16xf32>
+//       CHECK: %[[S:.+]] = kiln.slice %[[N]][%{{.+}} : %{{.+}} : %{{.+}}] {axes = array<i64: 2>} : (tensor<4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x?x8xf32>
+//       CHECK: %[[C:.+]] = tensor.cast %[[S]] : tensor<4x?x8xf32> to tensor<4x?x?xf32>
+//       CHECK: return %[[C]]
+func.func @refine_types(%x: tensor<?x64xf32>) -> tensor<4x?x?xf32> {
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %d0 = kiln.dim %x {index = 0 : i64} : tensor<?x64xf32> -> tensor<i64>
+  %u0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %shape = kiln.concat %u0, %c4, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %r = kiln.reshape %x, %shape : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %t = kiln.transpose %r {permutation = array<i64: 1, 0, 2>} : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %n = kiln.neg %t : tensor<?x?x?xf32>
+  %width = kiln.dim %t {index = 2 : i64} : tensor<?x?x?xf32> -> tensor<i64>
+  %half = kiln.div %width, %two : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %end = kiln.unsqueeze %half {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %s = kiln.slice %n[%c0 : %end : %c1] {axes = array<i64: 2>} : (tensor<?x?x?xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x?xf32>
+  %cast = tensor.cast %s : tensor<?x?x?xf32> to tensor<4x?x?xf32>
+  return %cast : tensor<4x?x?xf32>
+}
+
+// -----
+
+// Tests that refinement leaves a type whose static sizes disagree with what
+// the operands prove (2x3x? for 2x4x32: the run-time check reports the
+// mismatch), and refines products, concats and broadcasts.
+
+// CHECK-LABEL: func.func @refine_keeps_declared
+//       CHECK: kiln.matmul {{.*}} -> tensor<2x8x32xf32>
+//       CHECK: kiln.concat {{.*}} -> tensor<2x8x64xf32>
+//       CHECK: kiln.add {{.*}} -> tensor<2x8x64xf32>
+//       CHECK: kiln.reshape {{.*}} -> tensor<2x3x?xf32>
+func.func @refine_keeps_declared(%a: tensor<2x8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<64xf32>)
+    -> (tensor<?x?x?xf32>, tensor<2x3x?xf32>) {
+  %p = kiln.matmul %a, %b : (tensor<2x8x16xf32>, tensor<16x32xf32>) -> tensor<?x?x?xf32>
+  %c = kiln.concat %p, %p {axis = 2 : i64} : (tensor<?x?x?xf32>, tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %s = kiln.add %c, %bias : (tensor<?x?x?xf32>, tensor<64xf32>) -> tensor<?x?x?xf32>
+  %shape = kiln.constant dense<[2, 4, -1]> : tensor<3xi64>
+  %r = kiln.reshape %a, %shape : (tensor<2x8x16xf32>, tensor<3xi64>) -> tensor<2x3x?xf32>
+  return %s, %r : tensor<?x?x?xf32>, tensor<2x3x?xf32>
+}
+
+// -----
+
+// Tests that a refinement the op's own verifier would reject (128 elements
+// reshaped into a proven [3, 4, 16]) is not made: the reshape keeps its
+// type and fails at run time with its own message.
+
+// CHECK-LABEL: func.func @refine_rejected
+//       CHECK: kiln.reshape %{{.+}}, %{{.+}} : (tensor<2x64xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+func.func @refine_rejected(%a: tensor<2x64xf32>, %y: tensor<3x9xf32>) -> tensor<?x?x?xf32> {
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %d0 = kiln.dim %y {index = 0 : i64} : tensor<3x9xf32> -> tensor<i64>
+  %u0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %shape = kiln.concat %u0, %c4, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %r = kiln.reshape %a, %shape : (tensor<2x64xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  return %r : tensor<?x?x?xf32>
+}

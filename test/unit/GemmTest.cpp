@@ -192,23 +192,36 @@ double referenceActivation(GemmActivation activation, double x) {
 TEST_P(SgemmTest, AppliesEpilogue) {
   // act(A·B + bias) + residual through the unpacked path (m <= 4, one and
   // several strips, a partial vector at the end of each row) and the packed
-  // one (several k blocks, edge tiles, threaded), each activation with and
-  // without bias and residual. Sums reach about ±20, so the activations'
-  // tails and both signs are covered; padding stays NaN.
+  // one (several k blocks, edge tiles), each activation with and without
+  // bias and residual; then the two shapes big enough to split over two
+  // threads (the tile grid and the direct path's strips) with the whole
+  // epilogue. Sums reach about ±20, so the activations' tails and both
+  // signs are covered; padding stays NaN.
   ThreadPool twoThreads(2);
   std::mt19937 rng(11);
-  const GemmActivation activations[] = {
+  const std::vector<GemmActivation> allActivations = {
       GemmActivation::None, GemmActivation::Relu, GemmActivation::Gelu,
       GemmActivation::GeluTanh, GemmActivation::Silu};
-  for (const Shape &shape : {Shape{1, 37, 300}, Shape{4, 70, 33},
-                             Shape{13, 33, 700}, Shape{100, 203, 61},
-                             Shape{3, 5, 0}}) {
+  const std::vector<GemmActivation> oneActivation = {GemmActivation::GeluTanh};
+  struct EpilogueCase {
+    Shape shape;
+    std::vector<GemmActivation> activations;
+  };
+  for (const EpilogueCase &epilogueCase :
+       {EpilogueCase{{1, 37, 300}, allActivations},
+        EpilogueCase{{4, 70, 33}, allActivations},
+        EpilogueCase{{13, 33, 700}, allActivations},
+        EpilogueCase{{100, 203, 61}, allActivations},
+        EpilogueCase{{3, 5, 0}, allActivations},
+        EpilogueCase{{301, 203, 100}, oneActivation},
+        EpilogueCase{{4, 2048, 512}, oneActivation}}) {
+    const Shape &shape = epilogueCase.shape;
     for (bool transposeB : {false, true}) {
       const Matrix a(shape.m, shape.k, 2, rng);
       const Matrix b = transposeB ? Matrix(shape.n, shape.k, 1, rng)
                                   : Matrix(shape.k, shape.n, 1, rng);
       const Matrix bias(1, shape.n, 0, rng), residual(shape.m, shape.n, 5, rng);
-      for (GemmActivation activation : activations) {
+      for (GemmActivation activation : epilogueCase.activations) {
         for (int parts = 0; parts < 4; ++parts) {
           const bool withBias = parts & 1, withResidual = parts & 2;
           GemmEpilogue epilogue;
@@ -223,8 +236,8 @@ TEST_P(SgemmTest, AppliesEpilogue) {
           Matrix c(shape.m, shape.n, 3, rng);
           std::fill(c.data.begin(), c.data.end(), kNaN);
           sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(),
-                b.ld, transposeB, c.data.data(), c.ld,
-                shape.m > 4 ? &twoThreads : nullptr, false, epilogue);
+                b.ld, transposeB, c.data.data(), c.ld, &twoThreads, false,
+                epilogue);
           int64_t mismatches = 0;
           for (int64_t i = 0; i < shape.m; ++i) {
             for (int64_t j = 0; j < shape.n; ++j) {
@@ -257,6 +270,44 @@ TEST_P(SgemmTest, AppliesEpilogue) {
   }
 }
 
+TEST_P(SgemmTest, EpilogueSpecialValues) {
+  // Sums of ±inf, NaN and far negative values through each activation, as
+  // the unfused ops give them: x·sigmoid(x) is -0 below -88 and NaN at
+  // -inf, ReLU keeps NaN, the exact GELU of +inf is +inf.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float sums[] = {-inf, -3e38f, -1000.0f, -90.0f, 0.0f, 1000.0f, inf, kNaN};
+  const int64_t n = std::size(sums);
+  const float one = 1.0f;
+  auto run = [&](GemmActivation activation) {
+    // C = 1 × sums (k = 1), then the activation.
+    std::vector<float> c(n);
+    GemmEpilogue epilogue;
+    epilogue.activation = activation;
+    sgemm(1, n, 1, &one, 1, sums, n, false, c.data(), n, nullptr, false,
+          epilogue);
+    return c;
+  };
+  auto same = [](float got, float want) {
+    return std::isnan(want) ? std::isnan(got)
+                            : got == want && std::signbit(got) == std::signbit(want);
+  };
+  const std::vector<float> silu = run(GemmActivation::Silu);
+  const std::vector<float> geluTanh = run(GemmActivation::GeluTanh);
+  const std::vector<float> gelu = run(GemmActivation::Gelu);
+  const std::vector<float> relu = run(GemmActivation::Relu);
+  const float siluWant[] = {kNaN, -0.0f, -0.0f, -0.0f, 0.0f, 1000.0f, inf, kNaN};
+  const float geluWant[] = {kNaN, -0.0f, -0.0f, -0.0f, 0.0f, 1000.0f, inf, kNaN};
+  const float reluWant[] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1000.0f, inf, kNaN};
+  for (int64_t j = 0; j < n; ++j) {
+    EXPECT_TRUE(same(silu[j], siluWant[j])) << "silu(" << sums[j] << ") = " << silu[j];
+    EXPECT_TRUE(same(geluTanh[j], geluWant[j]))
+        << "gelu_tanh(" << sums[j] << ") = " << geluTanh[j];
+    EXPECT_TRUE(same(relu[j], reluWant[j])) << "relu(" << sums[j] << ") = " << relu[j];
+    // The exact GELU is x·Phi(x): 0 times -inf is NaN there too.
+    EXPECT_TRUE(same(gelu[j], geluWant[j])) << "gelu(" << sums[j] << ") = " << gelu[j];
+  }
+}
+
 TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
   std::mt19937 rng(7);
   const Matrix a(301, 700, 0, rng), b(700, 203, 0, rng);
@@ -270,6 +321,35 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
 }
 
 KILN_INSTANTIATE_PER_ISA(SgemmTest);
+
+TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
+  // Generated code passes the kiln dialect's Activation value (KilnBase.td:
+  // relu 1, gelu 2, gelu_tanh 3, silu 4; 0 when there is none) as is.
+  const std::pair<int64_t, GemmActivation> codes[] = {
+      {0, GemmActivation::None},     {1, GemmActivation::Relu},
+      {2, GemmActivation::Gelu},     {3, GemmActivation::GeluTanh},
+      {4, GemmActivation::Silu}};
+  std::mt19937 rng(3);
+  const int64_t m = 5, n = 19, k = 40;
+  const Matrix a(m, k, 0, rng), b(k, n, 0, rng), bias(1, n, 0, rng),
+      residual(m, n, 2, rng);
+  for (auto [code, activation] : codes) {
+    Matrix c(m, n, 1, rng);
+    kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data.data(), b.ld,
+                        /*transpose_b=*/0, bias.data.data(), code,
+                        residual.data.data(), residual.ld, c.data.data(), c.ld);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = bias.at(0, j);
+        for (int64_t p = 0; p < k; ++p)
+          sum += double(a.at(i, p)) * b.at(p, j);
+        const double expected =
+            referenceActivation(activation, sum) + residual.at(i, j);
+        ASSERT_NEAR(c.at(i, j), expected, 1e-5)
+            << "code " << code << " at [" << i << "," << j << "]";
+      }
+  }
+}
 
 TEST(GemmIsaTest, NamesAndLimits) {
   EXPECT_STREQ(gemmIsaName(GemmIsa::Generic), "generic");
@@ -366,35 +446,6 @@ TEST(KilnUkernelSgemmTest, BatchesWithOwnAndSharedOperands) {
 //===----------------------------------------------------------------------===//
 // ThreadPool
 //===----------------------------------------------------------------------===//
-
-TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
-  // Generated code passes the kiln dialect's Activation value (KilnBase.td:
-  // relu 1, gelu 2, gelu_tanh 3, silu 4; 0 when there is none) as is.
-  const std::pair<int64_t, GemmActivation> codes[] = {
-      {0, GemmActivation::None},     {1, GemmActivation::Relu},
-      {2, GemmActivation::Gelu},     {3, GemmActivation::GeluTanh},
-      {4, GemmActivation::Silu}};
-  std::mt19937 rng(3);
-  const int64_t m = 5, n = 19, k = 40;
-  const Matrix a(m, k, 0, rng), b(k, n, 0, rng), bias(1, n, 0, rng),
-      residual(m, n, 2, rng);
-  for (auto [code, activation] : codes) {
-    Matrix c(m, n, 1, rng);
-    kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data.data(), b.ld,
-                        /*transpose_b=*/0, bias.data.data(), code,
-                        residual.data.data(), residual.ld, c.data.data(), c.ld);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = bias.at(0, j);
-        for (int64_t p = 0; p < k; ++p)
-          sum += double(a.at(i, p)) * b.at(p, j);
-        const double expected =
-            referenceActivation(activation, sum) + residual.at(i, j);
-        ASSERT_NEAR(c.at(i, j), expected, 1e-5)
-            << "code " << code << " at [" << i << "," << j << "]";
-      }
-  }
-}
 
 TEST(ThreadPoolTest, Size) {
   EXPECT_EQ(ThreadPool(1).size(), 1);

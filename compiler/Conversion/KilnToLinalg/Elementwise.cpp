@@ -2,7 +2,8 @@
 //
 // Every elementwise op becomes one linalg.generic over the result's shape.
 // Broadcasting lives in the operands' indexing maps; the op itself is the
-// scalar body that emitScalar builds.
+// scalar body that emitScalar builds. kiln.rotary is one such loop too, with
+// a second read of its input at each element's partner.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
@@ -245,6 +246,42 @@ bool isElementwiseOp(Operation *op) {
 
 namespace {
 
+/// One linalg.generic over `op`'s result that reads `operands` broadcast to
+/// it (their sizes checked), then `extraInputs` with their own maps, and
+/// yields `body` of their elements.
+Value broadcastingGeneric(
+    ConversionPatternRewriter &rewriter, Operation *op, ValueRange operands,
+    ArrayRef<std::pair<Value, AffineMap>> extraInputs,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  Location loc = op->getLoc();
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t rank = resultType.getRank();
+  SmallVector<Value> inputs(operands);
+  SmallVector<AffineMap> maps;
+  for (Value operand : operands)
+    maps.push_back(lowering::broadcastMap(
+        cast<RankedTensorType>(operand.getType()), resultType));
+  for (auto [input, map] : extraInputs) {
+    inputs.push_back(input);
+    maps.push_back(map);
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, op->getContext()));
+  SmallVector<OpFoldResult> sizes =
+      lowering::broadcastSizes(rewriter, loc, resultType, operands);
+  lowering::checkBroadcast(rewriter, loc, op, operands, resultType, sizes);
+  Value init = lowering::emptyTensor(rewriter, loc, resultType, sizes);
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  return rewriter
+      .create<linalg::GenericOp>(
+          loc, resultType, inputs, init, maps, iterators,
+          [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+            b.create<linalg::YieldOp>(nestedLoc,
+                                      body(b, nestedLoc, args.drop_back()));
+          })
+      .getResult(0);
+}
+
 /// Lowers any op that emitScalar knows into one broadcasting linalg.generic.
 struct ElementwiseLowering : public ConversionPattern {
   ElementwiseLowering(StringRef opName, MLIRContext *ctx)
@@ -253,29 +290,54 @@ struct ElementwiseLowering : public ConversionPattern {
   LogicalResult
   matchAndRewrite(Operation *op, ArrayRef<Value> operands,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op->getLoc();
-    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-    int64_t rank = resultType.getRank();
-    SmallVector<AffineMap> maps;
-    for (Value operand : operands)
-      maps.push_back(lowering::broadcastMap(
-          cast<RankedTensorType>(operand.getType()), resultType));
-    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, getContext()));
-    SmallVector<OpFoldResult> sizes =
-        lowering::broadcastSizes(rewriter, loc, resultType, operands);
-    lowering::checkBroadcast(rewriter, loc, op, operands, resultType, sizes);
-    Value init = lowering::emptyTensor(rewriter, loc, resultType, sizes);
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    Type elementType = resultType.getElementType();
-    auto generic = rewriter.create<linalg::GenericOp>(
-        loc, resultType, operands, init, maps, iterators,
-        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
-          Value result =
-              lowering::emitScalar(op, b, nestedLoc, args.drop_back(), elementType);
-          b.create<linalg::YieldOp>(nestedLoc, result);
+    Type elementType =
+        cast<RankedTensorType>(op->getResult(0).getType()).getElementType();
+    rewriter.replaceOp(
+        op, broadcastingGeneric(rewriter, op, operands, {},
+                                [&](OpBuilder &b, Location loc, ValueRange args) {
+                                  return lowering::emitScalar(op, b, loc, args,
+                                                              elementType);
+                                }));
+    return success();
+  }
+};
+
+/// kiln.rotary as one broadcasting loop that reads the input twice: at the
+/// element, and at its partner in the other half of the last axis, index
+/// (j + D/2) mod D, which is negated in the first half.
+struct RotaryLowering : public OpConversionPattern<RotaryOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RotaryOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value input = adaptor.getInput();
+    auto inputType = cast<RankedTensorType>(input.getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t width = inputType.getShape().back(), half = width / 2;
+    // The verifier made the last dims all D, so the input's last map result
+    // is the loop over the result's last dim.
+    AffineMap map = lowering::broadcastMap(inputType, resultType);
+    SmallVector<AffineExpr> partner(map.getResults());
+    partner.back() = (partner.back() + half) % width;
+    AffineMap partnerMap = AffineMap::get(map.getNumDims(), 0, partner,
+                                          op.getContext());
+    int64_t lastDim = resultType.getRank() - 1;
+    Value rotated = broadcastingGeneric(
+        rewriter, op, {input, adaptor.getCos(), adaptor.getSin()},
+        {{input, partnerMap}}, [&](OpBuilder &b, Location loc, ValueRange args) {
+          Value x = args[0], cos = args[1], sin = args[2], other = args[3];
+          Value index = b.create<linalg::IndexOp>(loc, lastDim);
+          Value firstHalf = b.create<arith::CmpIOp>(
+              loc, arith::CmpIPredicate::ult, index,
+              b.create<arith::ConstantIndexOp>(loc, half));
+          Value rotatedX = b.create<arith::SelectOp>(
+              loc, firstHalf, b.create<arith::NegFOp>(loc, other), other);
+          return b.create<arith::AddFOp>(
+              loc, b.create<arith::MulFOp>(loc, x, cos),
+              b.create<arith::MulFOp>(loc, rotatedX, sin));
         });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(op, rotated);
     return success();
   }
 };
@@ -286,6 +348,7 @@ void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   for (StringRef name : lowering::elementwiseOpNames())
     patterns.add<ElementwiseLowering>(name, ctx);
+  patterns.add<RotaryLowering>(ctx);
 }
 
 } // namespace kiln

@@ -70,6 +70,39 @@ Value zeroFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
   return b.create<linalg::FillOp>(loc, zero, empty).getResult(0);
 }
 
+/// `value` with `type` and `sizes`: a reshape, or only a cast where the rank
+/// stays, since flattening a rank-2 operand's rows (or restoring them)
+/// changes nothing. A reshape would force a copy of a strided view.
+Value reshapeRows(OpBuilder &b, Location loc, Value value, RankedTensorType type,
+                  ArrayRef<OpFoldResult> sizes) {
+  if (cast<RankedTensorType>(value.getType()).getRank() == type.getRank())
+    return castTo(b, loc, value, type);
+  return reshapeTo(b, loc, value, type, sizes);
+}
+
+/// A product by a 2-D weight as the kernels see it: the input's leading dims
+/// flattened into the rows of [rows, K] · [K, N] = [rows, N].
+struct RowsProduct {
+  SmallVector<OpFoldResult> resultSizes; // [..., N]
+  OpFoldResult rows;
+  Value flatInput; // [rows, K]
+};
+
+RowsProduct flattenRows(OpBuilder &b, Location loc, Operation *op, Value input,
+                        ArrayRef<OpFoldResult> inputSizes, OpFoldResult n,
+                        RankedTensorType resultType) {
+  RowsProduct flat;
+  flat.resultSizes.assign(inputSizes.begin(), inputSizes.end() - 1);
+  flat.resultSizes.push_back(n);
+  checkResultSizes(b, loc, op, resultType, flat.resultSizes);
+  flat.rows = multiplySizes(b, loc, ArrayRef(flat.resultSizes).drop_back());
+  OpFoldResult k = inputSizes.back();
+  flat.flatInput = reshapeRows(
+      b, loc, input, tensorType({flat.rows, k}, resultType.getElementType()),
+      {flat.rows, k});
+  return flat;
+}
+
 struct MatMulLowering : public OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -95,27 +128,22 @@ struct MatMulLowering : public OpConversionPattern<MatMulOp> {
                   "the operands' contraction sizes differ");
 
     if (rhsType.getRank() == 2) {
-      SmallVector<OpFoldResult> batch(lhsSizes.begin(), lhsSizes.end() - 2);
-      batch.push_back(m);
-      OpFoldResult rows = multiplySizes(rewriter, loc, batch);
-      Value flatLhs = reshapeTo(rewriter, loc, lhs,
-                                tensorType({rows, k}, elementType), {rows, k});
-      Value init = zeroFilled(rewriter, loc, {rows, n}, elementType);
+      RowsProduct flat =
+          flattenRows(rewriter, loc, op, lhs, lhsSizes, n, resultType);
+      Value init = zeroFilled(rewriter, loc, {flat.rows, n}, elementType);
       Type flatType = init.getType();
+      SmallVector<Value> operands = {flat.flatInput, rhs};
       Value product =
           transposeB ? rewriter
-                           .create<linalg::MatmulTransposeBOp>(
-                               loc, flatType, ValueRange{flatLhs, rhs}, init)
+                           .create<linalg::MatmulTransposeBOp>(loc, flatType,
+                                                               operands, init)
                            .getResult(0)
                      : rewriter
-                           .create<linalg::MatmulOp>(
-                               loc, flatType, ValueRange{flatLhs, rhs}, init)
+                           .create<linalg::MatmulOp>(loc, flatType, operands,
+                                                     init)
                            .getResult(0);
-      SmallVector<OpFoldResult> resultSizes(lhsSizes.begin(), lhsSizes.end() - 1);
-      resultSizes.push_back(n);
-      checkResultSizes(rewriter, loc, op, resultType, resultSizes);
-      rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, resultType,
-                                       resultSizes));
+      rewriter.replaceOp(op, reshapeRows(rewriter, loc, product, resultType,
+                                         flat.resultSizes));
       return success();
     }
 
@@ -190,16 +218,10 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     OpFoldResult n = weightSizes[transposeB ? 0 : 1];
     checkSameSize(rewriter, loc, op, weightSizes[transposeB ? 1 : 0], k,
                   "the operands' contraction sizes differ");
-    SmallVector<OpFoldResult> resultSizes(inputSizes.begin(), inputSizes.end() - 1);
-    resultSizes.push_back(n);
-    checkResultSizes(rewriter, loc, op, resultType, resultSizes);
-
-    // The kernel sees [rows, K] · [K, N] = [rows, N].
-    OpFoldResult rows = multiplySizes(
-        rewriter, loc, ArrayRef<OpFoldResult>(resultSizes).drop_back());
-    Value flatInput = reshapeTo(rewriter, loc, input,
-                                tensorType({rows, k}, elementType), {rows, k});
-    UkernelBuffer lhs = readBuffer(rewriter, loc, flatInput, true);
+    RowsProduct flat =
+        flattenRows(rewriter, loc, op, input, inputSizes, n, resultType);
+    OpFoldResult rows = flat.rows;
+    UkernelBuffer lhs = readBuffer(rewriter, loc, flat.flatInput, true);
     UkernelBuffer rhs = readBuffer(rewriter, loc, weight, true);
     Value bias, residual, residualStride;
     if (Value biasTensor = adaptor.getBias()) {
@@ -211,13 +233,13 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     }
     if (Value residualTensor = adaptor.getResidual()) {
       for (auto [dim, sizes] : llvm::enumerate(llvm::zip_equal(
-               sizesOf(rewriter, loc, residualTensor), resultSizes)))
+               sizesOf(rewriter, loc, residualTensor), flat.resultSizes)))
         checkSameSize(rewriter, loc, op, std::get<0>(sizes), std::get<1>(sizes),
                       "the residual's dim " + Twine(dim) +
                           " differs from the result's");
       Value flatResidual =
-          reshapeTo(rewriter, loc, residualTensor,
-                    tensorType({rows, n}, elementType), {rows, n});
+          reshapeRows(rewriter, loc, residualTensor,
+                      tensorType({rows, n}, elementType), {rows, n});
       UkernelBuffer buffer = readBuffer(rewriter, loc, flatResidual, true);
       residual = buffer.pointer;
       residualStride = buffer.strides[0];
@@ -247,8 +269,8 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
         loc, getOrDeclareUkernel(module, kLinearUkernel, arguments), arguments);
     Value product = rewriter.create<bufferization::ToTensorOp>(
         loc, flatType, output, /*restrict=*/true, /*writable=*/true);
-    rewriter.replaceOp(op, reshapeTo(rewriter, loc, product, resultType,
-                                     resultSizes));
+    rewriter.replaceOp(op, reshapeRows(rewriter, loc, product, resultType,
+                                       flat.resultSizes));
     return success();
   }
 };

@@ -15,9 +15,9 @@
 
 namespace kiln {
 
-/// Unary, binary, compare, where, clamp, cast and gelu.
+/// Unary, binary, compare, where, clamp, cast, gelu and rotary.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
-/// matmul.
+/// matmul, and linear as a call of the runtime GEMM with an epilogue.
 void populateMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// attention, as a call of the runtime's attention microkernel.
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -171,6 +171,13 @@ LogicalResult LinearOp::verify() {
   expected.push_back(n);
   if (failed(verifyResultShape(*this, expected, getResult())))
     return failure();
+  Type elementType = getType().getElementType();
+  for (Value operand : {getBias(), getResidual()})
+    if (operand &&
+        cast<RankedTensorType>(operand.getType()).getElementType() != elementType)
+      return emitOpError() << "bias and residual must have the result's "
+                           << "element type " << elementType << ", got "
+                           << operand.getType();
   if (Value bias = getBias())
     if (rankOf(bias) != 1 ||
         failed(verifyCompatibleShape(shapeOf(bias), ArrayRef<int64_t>{n})))
@@ -178,10 +185,26 @@ LogicalResult LinearOp::verify() {
                            << formatShape(ArrayRef<int64_t>{n}) << ", got "
                            << bias.getType();
   if (Value residual = getResidual())
-    if (failed(verifyCompatibleShape(shapeOf(residual), expected)))
+    if (failed(verifyCompatibleShape(shapeOf(residual), expected)) ||
+        failed(verifyCompatibleShape(residual.getType(), getType())))
       return emitOpError() << "residual " << residual.getType()
                            << " does not have the result's shape "
-                           << formatShape(expected);
+                           << formatShape(expected) << " (" << getType()
+                           << ")";
+  return success();
+}
+
+LogicalResult RotaryOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (input.empty() || ShapedType::isDynamic(input.back()) ||
+      input.back() % 2 != 0)
+    return emitOpError() << "needs a static, even last dim to rotate, got "
+                         << getInput().getType();
+  for (Value operand : {getCos(), getSin(), getResult()})
+    if (rankOf(operand) == 0 || shapeOf(operand).back() != input.back())
+      return emitOpError() << "cos, sin and the result must have the input's "
+                           << "last dim " << input.back() << ", got "
+                           << operand.getType();
   return success();
 }
 

@@ -215,6 +215,35 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Kiln_RotaryOp : Kiln_Op<"rotary", [Pure, ResultsBroadcastableShape,
+    AllElementTypesMatch<["input", "cos", "sin", "result"]>]> {
+  let summary = "rotary position embedding over the halves of the last axis";
+  let description = [{
+    Computes `input * cos + rotate_half(input) * sin`, where
+    `rotate_half(x)` is `concat(-x[..., D/2:], x[..., :D/2])` on the last
+    axis of size D (the GPT-NeoX / Llama layout, not GPT-J's interleaved
+    pairs). D is static and even, and `cos` and `sin` have it as their last
+    dim too; the other dims broadcast as in NumPy.
+    `kiln-fuse-rotary-embeddings` creates it from the decomposed form, which
+    the CPU backend then computes in one loop without materializing the
+    halves.
+
+    Example:
+
+    ```mlir
+    %q = kiln.rotary %x, %cos, %sin
+        : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$cos,
+                   Kiln_FloatTensor:$sin);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_SoftmaxOp : Kiln_AxisOp<"softmax", "exp(x) / sum(exp(x))">;
 def Kiln_LogSoftmaxOp : Kiln_AxisOp<"log_softmax", "x - log(sum(exp(x)))">;
 

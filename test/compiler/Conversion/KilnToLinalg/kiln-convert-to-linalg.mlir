@@ -2059,3 +2059,49 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
   %y = kiln.linear %x, %w activation relu {transpose_b} : (tensor<8x64xf32>, tensor<32x64xf32>) -> tensor<8x32xf32>
   return %y : tensor<8x32xf32>
 }
+
+// -----
+
+// Tests that rotary becomes one broadcasting linalg.generic that reads the
+// input a second time at each element's partner in the other half of the
+// last axis ((d3 + 8) mod 16), negated in the first half.
+
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[COS:[a-zA-Z0-9_]+]]: tensor<?x1x?x16xf32>, %[[SIN:[a-zA-Z0-9_]+]]: tensor<?x1x?x16xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, (d3 + 8) mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-SAME: ins(%[[X]], %[[COS]], %[[SIN]], %[[X]] :
+// CHECK-NEXT: ^bb0(%[[XV:.+]]: f32, %[[C:.+]]: f32, %[[S:.+]]: f32, %[[P:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[J:.+]] = linalg.index 3 : index
+// CHECK-NEXT: %[[HALF:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[FIRST:.+]] = arith.cmpi ult, %[[J]], %[[HALF]] : index
+// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[P]] : f32
+// CHECK-NEXT: %[[ROT:.+]] = arith.select %[[FIRST]], %[[NEG]], %[[P]] : f32
+// CHECK-NEXT: %[[RS:.+]] = arith.mulf %[[ROT]], %[[S]] : f32
+// CHECK-NEXT: %[[XC:.+]] = arith.mulf %[[XV]], %[[C]] : f32
+// CHECK-NEXT: %[[Y:.+]] = arith.addf %[[XC]], %[[RS]] : f32
+// CHECK-NEXT: linalg.yield %[[Y]] : f32
+func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %y = kiln.rotary %x, %cos, %sin : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that each activation reaches the kernel as its Activation value,
+// which the runtime reads as its GemmActivation: relu 1, gelu 2,
+// gelu_tanh 3, silu 4, as the tenth argument (an arith.constant, which the
+// printer names after its value).
+
+// CHECK-LABEL: func.func @linear_activation_codes
+// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c1_i64{{(_[0-9]+)?}},
+// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c2_i64{{(_[0-9]+)?}},
+// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c3_i64{{(_[0-9]+)?}},
+// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c4_i64{{(_[0-9]+)?}},
+func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
+    -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {
+  %a = kiln.linear %x, %w activation relu : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %b = kiln.linear %x, %w activation gelu : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %c = kiln.linear %x, %w activation gelu_tanh : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  %d = kiln.linear %x, %w activation silu : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
+  return %a, %b, %c, %d : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>
+}

@@ -968,7 +968,7 @@ func.func @linear_bias(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<1x1
 
 // Tests that linear's residual has the result's shape: it does not broadcast.
 func.func @linear_residual(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor<1x16xf32>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{'kiln.linear' op residual 'tensor<1x16xf32>' does not have the result's shape [4, 16]}}
+  // expected-error @+1 {{'kiln.linear' op residual 'tensor<1x16xf32>' does not have the result's shape [4, 16] ('tensor<4x16xf32>')}}
   %y = kiln.linear %x, %w residual %r : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
@@ -979,5 +979,43 @@ func.func @linear_residual(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %r: tensor
 func.func @linear_activation(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
   // expected-error @+1 {{custom op 'kiln.linear' expected string or keyword containing one of the following enum values for attribute 'activation' [relu, gelu, gelu_tanh, silu]}}
   %y = kiln.linear %x, %w activation tanh : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that rotary needs a static, even last dim to split in halves.
+func.func @rotary_odd(%x: tensor<2x7xf32>, %cs: tensor<2x7xf32>) -> tensor<2x7xf32> {
+  // expected-error @+1 {{'kiln.rotary' op needs a static, even last dim to rotate, got 'tensor<2x7xf32>'}}
+  %y = kiln.rotary %x, %cs, %cs : (tensor<2x7xf32>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x7xf32>
+  return %y : tensor<2x7xf32>
+}
+
+// -----
+
+// Tests that rotary's cos and sin have the input's last dim (they do not
+// broadcast along it).
+func.func @rotary_cos(%x: tensor<2x8xf32>, %cos: tensor<2x1xf32>, %sin: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'kiln.rotary' op cos, sin and the result must have the input's last dim 8, got 'tensor<2x1xf32>'}}
+  %y = kiln.rotary %x, %cos, %sin : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that linear's residual is checked against the declared result type
+// too, not only against the shape the input implies.
+func.func @linear_residual_declared(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>, %r: tensor<9x16xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.linear' op residual 'tensor<9x16xf32>' does not have the result's shape [?, 16] ('tensor<4x16xf32>')}}
+  %y = kiln.linear %x, %w residual %r : (tensor<?x8xf32>, tensor<8x16xf32>, tensor<9x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that linear's bias and residual have the result's element type.
+func.func @linear_bias_type(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf16>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.linear' op bias and residual must have the result's element type 'f32', got 'tensor<16xf16>'}}
+  %y = kiln.linear %x, %w bias %b : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf16>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }

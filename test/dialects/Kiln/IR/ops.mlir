@@ -497,3 +497,14 @@ func.func @linear(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %wt: tensor<25
       : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
   return %a, %p, %t, %g, %s : tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>
 }
+
+// -----
+
+// Tests that rotary round-trips with cos and sin broadcast over the heads.
+
+// CHECK-LABEL: func.func @rotary
+// CHECK: kiln.rotary %{{.+}}, %{{.+}}, %{{.+}} : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %y = kiln.rotary %x, %cos, %sin : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}

@@ -1,0 +1,119 @@
+//===- FuseRotaryEmbeddings.cpp - The kiln-fuse-rotary-embeddings pass ----===//
+//
+// Recognizes the rotary position embedding as Llama and GPT-NeoX write it,
+//
+//   x * cos + rotate_half(x) * sin,
+//   rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2], axis = -1)
+//
+// with either operand order in the products and the sum, and replaces it
+// with one kiln.rotary: the halves, the negation and the concat are never
+// materialized.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/PatternUtils.h"
+#include "passes/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEROTARYEMBEDDINGS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace kiln {
+namespace {
+
+/// The single constant entry of the 1-D i64 `value`.
+std::optional<int64_t> singleConstant(Value value) {
+  std::optional<SmallVector<ShapeElement>> elements = shapeElements(value);
+  if (!elements || elements->size() != 1)
+    return std::nullopt;
+  return (*elements)[0].constant;
+}
+
+/// Whether `value` is a single-use slice of `x` that keeps [begin, end) of
+/// its last axis of static size `width`, by ONNX's rules for negative and
+/// out-of-range indices.
+bool isSliceOfLastAxis(Value value, Value x, int64_t width, int64_t begin,
+                       int64_t end) {
+  auto slice = singleUseProducer<SliceOp>(value);
+  int64_t lastAxis = cast<RankedTensorType>(x.getType()).getRank() - 1;
+  if (!slice || slice.getInput() != x ||
+      slice.getAxes() != ArrayRef<int64_t>{lastAxis})
+    return false;
+  std::optional<int64_t> start = singleConstant(slice.getStarts());
+  std::optional<int64_t> stop = singleConstant(slice.getEnds());
+  std::optional<int64_t> step = singleConstant(slice.getSteps());
+  if (!start || !stop || step != 1)
+    return false;
+  auto clampIndex = [&](int64_t index) {
+    if (index < 0)
+      index = std::max<int64_t>(index, -width) + width;
+    return std::min(index, width);
+  };
+  return clampIndex(*start) == begin && clampIndex(*stop) == end;
+}
+
+/// Whether `value` is rotate_half(x) and used only here: concat(-x[..., D/2:],
+/// x[..., :D/2]) on the last axis.
+bool isRotateHalf(Value value, Value x, int64_t width) {
+  auto concat = singleUseProducer<ConcatOp>(value);
+  int64_t lastAxis = cast<RankedTensorType>(x.getType()).getRank() - 1;
+  if (!concat || concat.getAxis() != lastAxis || concat.getInputs().size() != 2)
+    return false;
+  auto negated = singleUseProducer<NegOp>(concat.getInputs()[0]);
+  return negated &&
+         isSliceOfLastAxis(negated.getInput(), x, width, width / 2, width) &&
+         isSliceOfLastAxis(concat.getInputs()[1], x, width, 0, width / 2);
+}
+
+/// The static last dim of `value`, or ShapedType::kDynamic.
+int64_t lastDim(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getRank() == 0 ? ShapedType::kDynamic : type.getShape().back();
+}
+
+struct FuseRotary : public OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (Value cosTerm : {add.getLhs(), add.getRhs()}) {
+      auto cosProduct = singleUseProducer<MulOp>(cosTerm);
+      auto sinProduct = singleUseProducer<MulOp>(otherOperand(add, cosTerm));
+      if (!cosProduct || !sinProduct)
+        continue;
+      for (Value x : {cosProduct.getLhs(), cosProduct.getRhs()}) {
+        int64_t width = lastDim(x);
+        Value cos = otherOperand(cosProduct, x);
+        if (ShapedType::isDynamic(width) || width % 2 != 0 ||
+            lastDim(cos) != width)
+          continue;
+        for (Value rotated : {sinProduct.getLhs(), sinProduct.getRhs()}) {
+          Value sin = otherOperand(sinProduct, rotated);
+          if (lastDim(sin) != width || !isRotateHalf(rotated, x, width))
+            continue;
+          rewriter.replaceOpWithNewOp<RotaryOp>(add, add.getType(), x, cos, sin);
+          return success();
+        }
+      }
+    }
+    return rewriter.notifyMatchFailure(add,
+                                       "not x * cos + rotate_half(x) * sin");
+  }
+};
+
+struct FuseRotaryEmbeddingsPass
+    : public impl::KilnFuseRotaryEmbeddingsBase<FuseRotaryEmbeddingsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseRotary>(&getContext());
+    if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln

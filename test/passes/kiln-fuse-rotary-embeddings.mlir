@@ -1,0 +1,127 @@
+// RUN: kiln-opt %s --split-input-file --kiln-fuse-rotary-embeddings | FileCheck %s
+
+// Tests that Llama's rotary embedding (HF's rotate_half: the second half
+// from 8 to INT64_MAX, negated, then the first half) becomes kiln.rotary,
+// with cos and sin broadcast over the heads.
+
+// CHECK-LABEL: func.func @llama
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x4x?x16xf32>, %[[COS:.+]]: tensor<?x1x?x16xf32>, %[[SIN:.+]]: tensor<?x1x?x16xf32>)
+//       CHECK: %[[Y:.+]] = kiln.rotary %[[X]], %[[COS]], %[[SIN]] : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+//   CHECK-NOT: kiln.slice
+//   CHECK-NOT: kiln.concat
+//       CHECK: return %[[Y]]
+func.func @llama(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+  %end = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %a = kiln.mul %x, %cos : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %x2 = kiln.slice %x[%c8 : %end : %c1] {axes = array<i64: 3>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %n = kiln.neg %x2 : tensor<?x4x?x?xf32>
+  %x1 = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 3>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x?xf32>
+  %r = kiln.concat %n, %x1 {axis = 3 : i64} : (tensor<?x4x?x?xf32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %b = kiln.mul %r, %sin : (tensor<?x4x?x?xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %y = kiln.add %a, %b : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests the other operand orders (cos * x, sin * rotated, the sin term
+// first in the sum) and halves written with negative indices (-4 to the end,
+// -8 to -4), on a 3-D input.
+
+// CHECK-LABEL: func.func @commuted
+//  CHECK-SAME: (%[[X:.+]]: tensor<2x5x8xf32>, %[[COS:.+]]: tensor<5x8xf32>, %[[SIN:.+]]: tensor<5x8xf32>)
+//       CHECK: kiln.rotary %[[X]], %[[COS]], %[[SIN]] : (tensor<2x5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32>) -> tensor<2x5x8xf32>
+func.func @commuted(%x: tensor<2x5x8xf32>, %cos: tensor<5x8xf32>, %sin: tensor<5x8xf32>) -> tensor<2x5x8xf32> {
+  %m8 = kiln.constant dense<-8> : tensor<1xi64>
+  %m4 = kiln.constant dense<-4> : tensor<1xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %big = kiln.constant dense<100> : tensor<1xi64>
+  %a = kiln.mul %cos, %x : (tensor<5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %x2 = kiln.slice %x[%m4 : %big : %one] {axes = array<i64: 2>} : (tensor<2x5x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x5x4xf32>
+  %n = kiln.neg %x2 : tensor<2x5x4xf32>
+  %x1 = kiln.slice %x[%m8 : %m4 : %one] {axes = array<i64: 2>} : (tensor<2x5x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x5x4xf32>
+  %r = kiln.concat %n, %x1 {axis = 2 : i64} : (tensor<2x5x4xf32>, tensor<2x5x4xf32>) -> tensor<2x5x8xf32>
+  %b = kiln.mul %sin, %r : (tensor<5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %y = kiln.add %b, %a : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  return %y : tensor<2x5x8xf32>
+}
+
+// -----
+
+// Tests that other functions of the halves do not fuse: the halves swapped
+// (concat(x1, -x2)), GPT-J's interleaved pairs (step 2), halves of another
+// tensor than the one multiplied by cos, and a cos that broadcasts along the
+// last axis.
+
+// CHECK-LABEL: func.func @not_rotate_half
+//   CHECK-NOT: kiln.rotary
+func.func @not_rotate_half(%x: tensor<2x8xf32>, %z: tensor<2x8xf32>, %cos: tensor<2x8xf32>, %cos1: tensor<2x1xf32>, %sin: tensor<2x8xf32>)
+    -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+
+  // Swapped halves.
+  %a0 = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s0 = kiln.slice %x[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n0 = kiln.neg %s0 : tensor<2x4xf32>
+  %f0 = kiln.slice %x[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r0 = kiln.concat %f0, %n0 {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b0 = kiln.mul %r0, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y0 = kiln.add %a0, %b0 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+
+  // Interleaved pairs: odd and even elements.
+  %a1 = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s1 = kiln.slice %x[%c1 : %c8 : %c2] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n1 = kiln.neg %s1 : tensor<2x4xf32>
+  %f1 = kiln.slice %x[%c0 : %c8 : %c2] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r1 = kiln.concat %n1, %f1 {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b1 = kiln.mul %r1, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y1 = kiln.add %a1, %b1 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+
+  // Halves of %z, cos times %x.
+  %a2 = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s2 = kiln.slice %z[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n2 = kiln.neg %s2 : tensor<2x4xf32>
+  %f2 = kiln.slice %z[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r2 = kiln.concat %n2, %f2 {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b2 = kiln.mul %r2, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y2 = kiln.add %a2, %b2 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+
+  // A cos of last dim 1.
+  %a3 = kiln.mul %x, %cos1 : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %s3 = kiln.slice %x[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n3 = kiln.neg %s3 : tensor<2x4xf32>
+  %f3 = kiln.slice %x[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r3 = kiln.concat %n3, %f3 {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b3 = kiln.mul %r3, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y3 = kiln.add %a3, %b3 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y0, %y1, %y2, %y3 : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that nothing fuses when an intermediate has another user: here the
+// rotated half is also returned.
+
+// CHECK-LABEL: func.func @rotated_used_twice
+//   CHECK-NOT: kiln.rotary
+func.func @rotated_used_twice(%x: tensor<2x8xf32>, %cos: tensor<2x8xf32>, %sin: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+  %a = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = kiln.slice %x[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n = kiln.neg %s : tensor<2x4xf32>
+  %f = kiln.slice %x[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r = kiln.concat %n, %f {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b = kiln.mul %r, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y = kiln.add %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y, %r : tensor<2x8xf32>, tensor<2x8xf32>
+}
