@@ -448,35 +448,6 @@ int64_t product(ArrayRef<int64_t> shape, size_t begin, size_t end) {
   return result;
 }
 
-/// The result shape of ONNX Reshape (allowzero = 0), or nullopt.
-std::optional<SmallVector<int64_t>> reshapeShape(ArrayRef<int64_t> input,
-                                                 ArrayRef<int64_t> requested) {
-  SmallVector<int64_t> shape;
-  int64_t inferred = -1, known = 1;
-  for (auto [i, entry] : llvm::enumerate(requested)) {
-    int64_t size = entry == 0 && i < input.size() ? input[i] : entry;
-    if (size == -1) {
-      if (inferred >= 0)
-        return std::nullopt;
-      inferred = i;
-    } else if (size < 0) {
-      return std::nullopt;
-    } else {
-      known *= size;
-    }
-    shape.push_back(size);
-  }
-  int64_t count = ShapedType::getNumElements(input);
-  if (inferred >= 0) {
-    if (known == 0 || count % known != 0)
-      return std::nullopt;
-    shape[inferred] = count / known;
-  }
-  if (ShapedType::getNumElements(shape) != count)
-    return std::nullopt;
-  return shape;
-}
-
 Constant evaluateTranspose(const Constant &input, ArrayRef<int64_t> perm) {
   SmallVector<int64_t> shape;
   for (int64_t axis : perm)
@@ -645,8 +616,13 @@ std::optional<Constant> evaluate(Operation *op, ArrayRef<Constant> operands,
       })
       .Case([&](CastOp) { return evaluateCast(operands[0], elementType); })
       .Case([&](ReshapeOp) -> R {
-        auto shape = reshapeShape(operands[0].shape, operands[1].ints);
-        return shape ? R(withShape(operands[0], *shape)) : std::nullopt;
+        SmallVector<int64_t> shape =
+            reshapeShape(operands[0].shape, operands[1].ints);
+        if (llvm::any_of(shape, ShapedType::isDynamic) ||
+            ShapedType::getNumElements(shape) !=
+                ShapedType::getNumElements(operands[0].shape))
+          return std::nullopt;
+        return withShape(operands[0], shape);
       })
       .Case<SqueezeOp, UnsqueezeOp>([&](Operation *) -> R {
         // The elements stay in order; the static result type says where the
@@ -689,16 +665,16 @@ struct FoldConstantsPass
   void runOnOperation() override {
     SmallVector<Operation *> ops;
     getOperation().walk([&](Operation *op) {
-      if (isa<KilnDialect>(op->getDialect()) && !isa<ConstantOp>(op) &&
-          op->getNumResults() == 1)
+      if (isa<KilnDialect>(op->getDialect()) && !isa<ConstantOp>(op))
         ops.push_back(op);
     });
     // Each op first gets the result types its operands prove, so that the
     // dims read from it fold, and the shapes computed from those dims refine
-    // the ops after it.
+    // the ops after it. Folding only replaces the op it folds, which comes
+    // later in the list than everything it reads.
     for (Operation *op : ops) {
       refineResultTypes(op);
-      if (!foldShapeQuery(op))
+      if (op->getNumResults() == 1 && !foldShapeQuery(op))
         foldConstantOperands(op);
     }
     // The kiln ops that folding left without users (the shape_of feeding a

@@ -80,6 +80,10 @@ struct FuseRotary : public OpRewritePattern<AddOp> {
 
   LogicalResult matchAndRewrite(AddOp add,
                                 PatternRewriter &rewriter) const override {
+    // kiln.rotary is a float op whose result has the rotated last dim.
+    auto type = cast<RankedTensorType>(add.getType());
+    if (!isa<FloatType>(type.getElementType()))
+      return rewriter.notifyMatchFailure(add, "not a float sum");
     for (Value cosTerm : {add.getLhs(), add.getRhs()}) {
       auto cosProduct = singleUseProducer<MulOp>(cosTerm);
       auto sinProduct = singleUseProducer<MulOp>(otherOperand(add, cosTerm));
@@ -88,8 +92,8 @@ struct FuseRotary : public OpRewritePattern<AddOp> {
       for (Value x : {cosProduct.getLhs(), cosProduct.getRhs()}) {
         int64_t width = lastDim(x);
         Value cos = otherOperand(cosProduct, x);
-        if (ShapedType::isDynamic(width) || width % 2 != 0 ||
-            lastDim(cos) != width)
+        if (ShapedType::isDynamic(width) || width == 0 || width % 2 != 0 ||
+            lastDim(cos) != width || lastDim(add) != width)
           continue;
         for (Value rotated : {sinProduct.getLhs(), sinProduct.getRhs()}) {
           Value sin = otherOperand(sinProduct, rotated);

@@ -46,10 +46,11 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
     Before an op is folded, its result types are refined from its operands
     (`refineResultTypes`, ShapeInference.h): a reshape whose folded shape
     entries are constants or static dims, and the transposes, products,
-    slices, concats and elementwise ops after it, get the static sizes that
-    ONNX shape inference lost, so that dims read from them fold in the same
-    sweep. A type that disagrees with what the operands prove is left for
-    the run-time checks.
+    slices, concats, splits, reductions and elementwise ops after it, get
+    the static sizes that ONNX shape inference lost, so that dims read from
+    them fold in the same sweep. Nothing is refined where a declared static
+    size disagrees, or where the new type would break a constraint of the op
+    or of a kiln op using it: the run-time checks report those.
 
     Ops whose run-time checks would fail (an index out of range, an integer
     division by zero, a float-to-integer cast out of range) are left for run

@@ -24,9 +24,13 @@ SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step) {
   int64_t first = step > 0 ? normalize(start, 0, size)
                            : normalize(start, 0, size - 1);
   int64_t last = step > 0 ? normalize(end, 0, size) : normalize(end, -1, size - 1);
-  int64_t count = step > 0 ? (last - first + step - 1) / step
-                           : (first - last - step - 1) / -step;
-  return {first, std::max<int64_t>(count, 0)};
+  // The distance and the step's magnitude in unsigned arithmetic, so that a
+  // step near INT64_MAX or equal to INT64_MIN does not overflow.
+  uint64_t distance = step > 0 ? last - first : first - last;
+  uint64_t magnitude = step > 0 ? static_cast<uint64_t>(step)
+                                : uint64_t(0) - static_cast<uint64_t>(step);
+  bool empty = step > 0 ? last <= first : first <= last;
+  return {first, empty ? 0 : static_cast<int64_t>((distance - 1) / magnitude + 1)};
 }
 
 namespace {
@@ -39,19 +43,13 @@ Shape shapeOf(Value value) {
   return Shape(cast<RankedTensorType>(value.getType()).getShape());
 }
 
-/// Makes `op` read the source of each tensor.cast that only erased static
-/// sizes (folding casts constants back to the types of the ops they
-/// replace); kiln ops take operands more static than their types require.
-void bypassErasingCasts(Operation *op) {
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto cast = operand.get().getDefiningOp<tensor::CastOp>();
-    auto source =
-        cast ? dyn_cast<RankedTensorType>(cast.getSource().getType()) : nullptr;
-    if (source && source.getElementType() ==
-                      cast.getType().getElementType() &&
-        succeeded(verifyCompatibleShape(source, cast.getType())))
-      operand.set(cast.getSource());
-  }
+/// Whether `value` is a tensor.cast that only erased static sizes (folding
+/// casts constants back to the types of the ops they replace).
+bool isErasingCast(Value value) {
+  auto cast = value.getDefiningOp<tensor::CastOp>();
+  return cast &&
+         tensor::preservesStaticInformation(cast.getType(),
+                                            cast.getSource().getType());
 }
 
 /// The constant entries of the 1-D shape operand `shape`, kDynamic where an
@@ -72,8 +70,10 @@ std::optional<Shape> shapeEntries(Value shape) {
   return entries;
 }
 
-/// ONNX Reshape's result (allowzero = 0) with some entries unknown.
-Shape reshapeShape(const Shape &input, const Shape &entries) {
+} // namespace
+
+SmallVector<int64_t> reshapeShape(ArrayRef<int64_t> input,
+                                  ArrayRef<int64_t> entries) {
   Shape shape;
   std::optional<size_t> inferred;
   for (auto [i, entry] : llvm::enumerate(entries)) {
@@ -99,12 +99,22 @@ Shape reshapeShape(const Shape &input, const Shape &entries) {
   return shape;
 }
 
-Shape broadcast(ArrayRef<Value> operands) {
+namespace {
+
+/// Whether `op`'s result has its first operand's shape, which its verifier
+/// requires to be that operand's type exactly (or compatible, for casts).
+bool keepsOperandShape(Operation *op) {
+  return isa<LayerNormOp, RmsNormOp, ClampOp>(op) ||
+         op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+         op->hasTrait<OpTrait::SameOperandsAndResultShape>();
+}
+
+std::optional<Shape> broadcast(ArrayRef<Shape> shapes) {
   SmallVector<int64_t> result;
-  for (Value operand : operands) {
+  for (const Shape &shape : shapes) {
     SmallVector<int64_t> next;
-    if (!OpTrait::util::getBroadcastedShape(result, shapeOf(operand), next))
-      return {};
+    if (!OpTrait::util::getBroadcastedShape(result, shape, next))
+      return std::nullopt;
     result = next;
   }
   return Shape(result);
@@ -115,18 +125,43 @@ Shape broadcast(ArrayRef<Value> operands) {
 std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
   using R = std::optional<SmallVector<Shape>>;
   auto one = [](Shape shape) { return R(SmallVector<Shape>{std::move(shape)}); };
-  if (isa<LayerNormOp, RmsNormOp>(op) ||
-      op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-      op->hasTrait<OpTrait::SameOperandsAndResultShape>())
+  if (keepsOperandShape(op))
     return one(shapeOf(op->getOperand(0)));
-  if (op->hasTrait<OpTrait::ResultsBroadcastableShape>())
-    return one(broadcast(llvm::to_vector(op->getOperands())));
+  if (op->hasTrait<OpTrait::ResultsBroadcastableShape>()) {
+    std::optional<Shape> shape =
+        broadcast(llvm::map_to_vector(op->getOperands(), shapeOf));
+    return shape ? one(*shape) : std::nullopt;
+  }
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](ReshapeOp reshape) -> R {
         std::optional<Shape> entries = shapeEntries(reshape.getShape());
         if (!entries)
           return std::nullopt;
         return one(reshapeShape(shapeOf(reshape.getInput()), *entries));
+      })
+      .Case([&](ExpandOp expand) -> R {
+        std::optional<Shape> entries = shapeEntries(expand.getShape());
+        if (!entries)
+          return std::nullopt;
+        // A static 1 in the shape keeps the input's size; unknown entries
+        // stay unknown.
+        Shape requested = *entries;
+        for (int64_t &size : requested)
+          if (size < 0)
+            size = kDynamic;
+        std::optional<Shape> shape =
+            broadcast({shapeOf(expand.getInput()), requested});
+        return shape ? one(*shape) : std::nullopt;
+      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
+        Shape input = shapeOf(reduce.getInput()), shape;
+        for (auto [dim, size] : llvm::enumerate(input)) {
+          if (!llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(dim)))
+            shape.push_back(size);
+          else if (reduce.getKeepDims())
+            shape.push_back(1);
+        }
+        return one(shape);
       })
       .Case([&](TransposeOp transpose) {
         Shape input = shapeOf(transpose.getInput()), shape;
@@ -232,58 +267,96 @@ std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
 
 } // namespace
 
-bool refineResultTypes(Operation *op) {
-  bypassErasingCasts(op);
-  std::optional<SmallVector<Shape>> shapes = inferShapes(op);
-  if (!shapes || shapes->size() != op->getNumResults())
-    return false;
-  bool changed = false;
-  for (auto [result, inferred] : llvm::zip_equal(op->getResults(), *shapes)) {
-    auto type = dyn_cast<RankedTensorType>(result.getType());
-    if (!type || inferred.size() != static_cast<size_t>(type.getRank()))
-      continue;
-    // A type whose static sizes disagree with the inferred ones stays as it
-    // is: the op's run-time checks report the mismatch.
-    Shape shape(type.getShape());
-    bool refined = false, conflict = false;
-    for (auto [size, known] : llvm::zip_equal(shape, inferred)) {
-      if (ShapedType::isDynamic(known) || known < 0)
+namespace {
+
+/// Whether `ops` verify, with the diagnostics of the check dropped: those
+/// located at one of `ops`, so that another function's diagnostics, which
+/// a parallel pass may emit meanwhile, still reach the user.
+bool verifiesQuietly(ArrayRef<Operation *> ops) {
+  SmallVector<Location> locations =
+      llvm::map_to_vector(ops, [](Operation *op) { return op->getLoc(); });
+  ScopedDiagnosticHandler quiet(ops.front()->getContext(), [&](Diagnostic &d) {
+    return success(llvm::is_contained(locations, d.getLocation()));
+  });
+  return llvm::all_of(ops, [](Operation *op) {
+    return succeeded(mlir::verify(op, /*verifyRecursively=*/false));
+  });
+}
+
+} // namespace
+
+void refineResultTypes(Operation *op) {
+  // Operands first: the op reads the sources of casts that erased sizes.
+  SmallVector<std::pair<OpOperand *, Value>> bypassed;
+  for (OpOperand &operand : op->getOpOperands())
+    if (isErasingCast(operand.get())) {
+      bypassed.push_back({&operand, operand.get()});
+      operand.set(operand.get().getDefiningOp<tensor::CastOp>().getSource());
+    }
+  SmallVector<std::pair<Value, Type>> refined;
+  if (std::optional<SmallVector<Shape>> shapes = inferShapes(op);
+      shapes && shapes->size() == op->getNumResults()) {
+    for (auto [result, inferred] : llvm::zip_equal(op->getResults(), *shapes)) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || inferred.size() != static_cast<size_t>(type.getRank()))
         continue;
-      if (!ShapedType::isDynamic(size)) {
-        conflict |= size != known;
-        continue;
+      // A type whose static sizes disagree with the inferred ones stays as
+      // it is, for the op's checks to report.
+      Shape shape(type.getShape());
+      bool changed = false, conflict = false;
+      for (auto [size, known] : llvm::zip_equal(shape, inferred)) {
+        if (ShapedType::isDynamic(known))
+          continue;
+        if (!ShapedType::isDynamic(size)) {
+          conflict |= size != known;
+          continue;
+        }
+        size = known;
+        changed = true;
       }
-      size = known;
-      refined = true;
+      if (!changed || conflict)
+        continue;
+      refined.push_back({result, type});
+      result.setType(RankedTensorType::get(shape, type.getElementType(),
+                                           type.getEncoding()));
     }
-    if (!refined || conflict)
-      continue;
-    result.setType(RankedTensorType::get(shape, type.getElementType(),
-                                         type.getEncoding()));
-    // An op whose other constraints the new type breaks (a reshape of a
-    // static input into a proven shape of another size, say) keeps its type:
-    // it fails at run time with its own message instead.
-    ScopedDiagnosticHandler silence(op->getContext(),
-                                    [](Diagnostic &) { return success(); });
-    if (failed(mlir::verify(op, /*verifyRecursively=*/false))) {
+  }
+  if (bypassed.empty() && refined.empty())
+    return;
+  // Where the new types break a constraint of the op or of a kiln op using
+  // it (a reshape of a static input into a proven shape of another size, a
+  // product whose contraction sizes now differ), everything stays as it
+  // was, for the run-time checks to report. A user that keeps its operand's
+  // shape gets the same refinement on its turn, later in the sweep.
+  SmallVector<Operation *> affected = {op};
+  for (auto [result, type] : refined)
+    for (OpOperand &use : result.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<KilnDialect>(user->getDialect()) &&
+          !(keepsOperandShape(user) && use.getOperandNumber() == 0))
+        affected.push_back(user);
+    }
+  if (!verifiesQuietly(affected)) {
+    for (auto [operand, value] : bypassed)
+      operand->set(value);
+    for (auto [result, type] : refined)
       result.setType(type);
-      continue;
-    }
-    changed = true;
-    // Other dialects' users (func.return) keep the type they had.
-    OpBuilder builder(op->getContext());
-    builder.setInsertionPointAfter(op);
+    return;
+  }
+  // Other dialects' users (func.return) keep the type they had.
+  OpBuilder builder(op->getContext());
+  builder.setInsertionPointAfter(op);
+  for (auto [result, type] : refined) {
     Value old;
     for (OpOperand &use : llvm::make_early_inc_range(result.getUses())) {
-      if (isa<KilnDialect>(use.getOwner()->getDialect()))
+      if (isa<KilnDialect>(use.getOwner()->getDialect()) ||
+          (old && use.getOwner() == old.getDefiningOp()))
         continue;
       if (!old)
         old = builder.create<tensor::CastOp>(op->getLoc(), type, result);
-      if (use.getOwner() != old.getDefiningOp())
-        use.set(old);
+      use.set(old);
     }
   }
-  return changed;
 }
 
 } // namespace kiln

@@ -23,12 +23,21 @@ struct SliceRange {
 };
 SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step);
 
+/// The result shape of ONNX Reshape (allowzero = 0) of an `input` shape by
+/// the requested `entries`, ShapedType::kDynamic where the input or an entry
+/// is unknown (kDynamic) or the entries are invalid: a 0 copies the input's
+/// size at its index, one -1 is what keeps the element count.
+llvm::SmallVector<int64_t> reshapeShape(llvm::ArrayRef<int64_t> input,
+                                        llvm::ArrayRef<int64_t> entries);
+
 /// Makes the result types of the kiln op `op` as static as its operands'
-/// types and constant operands prove them. A type whose static sizes
-/// disagree with the proven ones is left alone, for the run-time checks to
-/// report. Uses by ops of other dialects (func.return, say) keep the old type
-/// through a tensor.cast. Returns whether a type changed.
-bool refineResultTypes(mlir::Operation *op);
+/// types and constant operands prove them, and makes it read the sources of
+/// tensor.casts that only erased sizes. Nothing changes where that would
+/// break a constraint of `op` or of a kiln op using it, or where a static
+/// size already in a type disagrees: the run-time checks report those. Uses
+/// by ops of other dialects (func.return, say) keep the old type through a
+/// tensor.cast.
+void refineResultTypes(mlir::Operation *op);
 
 } // namespace kiln
 

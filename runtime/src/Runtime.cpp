@@ -122,8 +122,9 @@ struct kiln_session_s {
 
 // Generated code checks at run time what the manifest cannot express (inputs
 // whose sizes must agree, gather indices in range) and calls this when a check
-// fails. It never returns: it jumps back to callEntry, which reports the
-// message. No C++ frame lies between the two, only generated code.
+// fails; so do the runtime functions it calls (the allocator, a microkernel
+// given an unknown code) before they hold anything with a destructor. It
+// never returns: it jumps back to callEntry, which reports the message.
 extern "C" KILN_API void kiln_rt_trap(const char *message) {
   TrapTarget *target = currentTrapTarget;
   if (!target) {

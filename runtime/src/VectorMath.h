@@ -87,8 +87,9 @@ KILN_ALWAYS_INLINE typename Vec<W>::F vecExp(const typename Vec<W>::F &x) {
 /// for s = 2·sqrt(2/pi)·(x + 0.044715·x³), since 0.5·(1 + tanh(u)) =
 /// sigmoid(2u). Written this way nothing cancels where the sigmoid is tiny.
 /// Below s = -88, where e^-s leaves vecExp's range (its lanes there are
-/// dropped), the sigmoid is 0 to float precision and the result x·0: -0 for
-/// finite x, NaN for infinite x, as the unfused x·sigmoid(x) gives.
+/// dropped), the result is x·0: -0 for finite x (the true value is below
+/// 1e-36 in magnitude) and NaN for infinite x, as the unfused x·sigmoid(x)
+/// gives.
 template <int W>
 KILN_ALWAYS_INLINE typename Vec<W>::F
 timesSigmoid(const typename Vec<W>::F &x, const typename Vec<W>::F &s) {

@@ -242,3 +242,77 @@ func.func @refine_rejected(%a: tensor<2x64xf32>, %y: tensor<3x9xf32>) -> tensor<
   %r = kiln.reshape %a, %shape : (tensor<2x64xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
   return %r : tensor<?x?x?xf32>
 }
+
+// -----
+
+// Tests the shapes refinement proves for slices (a negative step, with the
+// end clamped to before the first element: 9, 7, 5, 3, 1), gathers,
+// unsqueeze and squeeze, a reshape with 0 and -1 entries, a broadcast of
+// ?x1 against 6x10, and each result of a split.
+
+// CHECK-LABEL: func.func @refine_ops
+//       CHECK: kiln.slice {{.*}} -> tensor<6x5xf32>
+//       CHECK: kiln.gather {{.*}} -> tensor<3x10xf32>
+//       CHECK: kiln.unsqueeze {{.*}} -> tensor<3x1x10xf32>
+//       CHECK: kiln.squeeze {{.*}} -> tensor<3x10xf32>
+//       CHECK: kiln.reshape {{.*}} -> tensor<6x5x2xf32>
+//       CHECK: kiln.add {{.*}} -> tensor<6x10xf32>
+//       CHECK: kiln.split {{.*}} -> (tensor<?x3xf32>, tensor<?x5xf32>)
+func.func @refine_ops(%x: tensor<6x10xf32>, %idx: tensor<3xi64>, %y: tensor<?x1xf32>, %z: tensor<?x?xf32>)
+    -> (tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>) {
+  %c9 = kiln.constant dense<9> : tensor<1xi64>
+  %cm100 = kiln.constant dense<-100> : tensor<1xi64>
+  %cm2 = kiln.constant dense<-2> : tensor<1xi64>
+  %s = kiln.slice %x[%c9 : %cm100 : %cm2] {axes = array<i64: 1>} : (tensor<6x10xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?xf32>
+  %g = kiln.gather %x[%idx] {axis = 0 : i64} : (tensor<6x10xf32>, tensor<3xi64>) -> tensor<?x?xf32>
+  %u = kiln.unsqueeze %g {axes = array<i64: 1>} : (tensor<?x?xf32>) -> tensor<?x?x?xf32>
+  %q = kiln.squeeze %u {axes = array<i64: 1>} : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+  %shape = kiln.constant dense<[0, -1, 2]> : tensor<3xi64>
+  %r = kiln.reshape %x, %shape : (tensor<6x10xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %b = kiln.add %y, %x : (tensor<?x1xf32>, tensor<6x10xf32>) -> tensor<?x?xf32>
+  %parts:2 = kiln.split %z {axis = 1 : i64, sizes = array<i64: 3, 5>} : (tensor<?x?xf32>) -> (tensor<?x?xf32>, tensor<?x?xf32>)
+  return %s, %u, %q, %r, %b, %parts#1 : tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?x?xf32>, tensor<?x?xf32>, tensor<?x?xf32>
+}
+
+// -----
+
+// Tests what refinement leaves alone: a cast that adds static sizes is not
+// bypassed (kiln.neg keeps reading the 4x64 cast), and a reshape proven to
+// be ?x4x16 keeps its type when that would break its user, a product whose
+// weight has 32 rows (the run-time check reports the mismatch instead).
+
+// CHECK-LABEL: func.func @refine_guarded
+//       CHECK: %[[NARROW:.+]] = tensor.cast %{{.+}} : tensor<?x64xf32> to tensor<4x64xf32>
+//       CHECK: kiln.neg %[[NARROW]] : tensor<4x64xf32>
+//       CHECK: kiln.reshape {{.*}} -> tensor<?x?x?xf32>
+//       CHECK: kiln.matmul {{.*}} : (tensor<?x?x?xf32>, tensor<32x8xf32>) -> tensor<?x?x8xf32>
+func.func @refine_guarded(%x: tensor<?x64xf32>, %w: tensor<32x8xf32>) -> (tensor<4x64xf32>, tensor<?x?x8xf32>) {
+  %narrow = tensor.cast %x : tensor<?x64xf32> to tensor<4x64xf32>
+  %n = kiln.neg %narrow : tensor<4x64xf32>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %d0 = kiln.dim %x {index = 0 : i64} : tensor<?x64xf32> -> tensor<i64>
+  %u0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %shape = kiln.concat %u0, %c4, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %r = kiln.reshape %x, %shape : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %p = kiln.matmul %r, %w : (tensor<?x?x?xf32>, tensor<32x8xf32>) -> tensor<?x?x8xf32>
+  return %n, %p : tensor<4x64xf32>, tensor<?x?x8xf32>
+}
+
+// -----
+
+// Tests that a slice's step near INT64_MAX keeps one element, in refinement
+// and in folding (the count does not overflow).
+
+// CHECK-LABEL: func.func @slice_huge_step
+//   CHECK-DAG: kiln.slice {{.*}} -> tensor<1xf32>
+//   CHECK-DAG: kiln.constant dense<7> : tensor<1xi64>
+func.func @slice_huge_step(%x: tensor<5xf32>) -> (tensor<?xf32>, tensor<?xi64>) {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c5 = kiln.constant dense<5> : tensor<1xi64>
+  %big = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %s = kiln.slice %x[%c0 : %c5 : %big] {axes = array<i64: 0>} : (tensor<5xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xf32>
+  %v = kiln.constant dense<[7, 8, 9]> : tensor<3xi64>
+  %t = kiln.slice %v[%c0 : %c5 : %big] {axes = array<i64: 0>} : (tensor<3xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xi64>
+  return %s, %t : tensor<?xf32>, tensor<?xi64>
+}

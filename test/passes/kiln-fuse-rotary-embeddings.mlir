@@ -125,3 +125,59 @@ func.func @rotated_used_twice(%x: tensor<2x8xf32>, %cos: tensor<2x8xf32>, %sin: 
   %y = kiln.add %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y, %r : tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Tests that more functions that are not the rotary embedding do not fuse:
+// the first half negated instead of the second, halves of another axis than
+// the last, an integer sum (kiln.rotary is a float op), and a sum whose
+// declared last dim is dynamic (kiln.rotary's result has the rotated one).
+
+// CHECK-LABEL: func.func @not_rotary
+//   CHECK-NOT: kiln.rotary
+func.func @not_rotary(%x: tensor<2x8xf32>, %cos: tensor<2x8xf32>, %sin: tensor<2x8xf32>,
+                      %xt: tensor<8x2xf32>, %ct: tensor<8x2xf32>,
+                      %xi: tensor<2x8xi64>, %ci: tensor<2x8xi64>)
+    -> (tensor<2x8xf32>, tensor<8x2xf32>, tensor<2x8xi64>, tensor<2x?xf32>) {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+
+  // -x[:4] first, then x[4:].
+  %a0 = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %f0 = kiln.slice %x[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n0 = kiln.neg %f0 : tensor<2x4xf32>
+  %s0 = kiln.slice %x[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r0 = kiln.concat %n0, %s0 {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b0 = kiln.mul %r0, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y0 = kiln.add %a0, %b0 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+
+  // Halves of axis 0 of an 8x2 input.
+  %a1 = kiln.mul %xt, %ct : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<8x2xf32>
+  %s1 = kiln.slice %xt[%c4 : %c8 : %c1] {axes = array<i64: 0>} : (tensor<8x2xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x2xf32>
+  %n1 = kiln.neg %s1 : tensor<4x2xf32>
+  %f1 = kiln.slice %xt[%c0 : %c4 : %c1] {axes = array<i64: 0>} : (tensor<8x2xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4x2xf32>
+  %r1 = kiln.concat %n1, %f1 {axis = 0 : i64} : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+  %b1 = kiln.mul %r1, %ct : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<8x2xf32>
+  %y1 = kiln.add %a1, %b1 : (tensor<8x2xf32>, tensor<8x2xf32>) -> tensor<8x2xf32>
+
+  // Integers.
+  %a2 = kiln.mul %xi, %ci : (tensor<2x8xi64>, tensor<2x8xi64>) -> tensor<2x8xi64>
+  %s2 = kiln.slice %xi[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xi64>
+  %n2 = kiln.neg %s2 : tensor<2x4xi64>
+  %f2 = kiln.slice %xi[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xi64>
+  %r2 = kiln.concat %n2, %f2 {axis = 1 : i64} : (tensor<2x4xi64>, tensor<2x4xi64>) -> tensor<2x8xi64>
+  %b2 = kiln.mul %r2, %ci : (tensor<2x8xi64>, tensor<2x8xi64>) -> tensor<2x8xi64>
+  %y2 = kiln.add %a2, %b2 : (tensor<2x8xi64>, tensor<2x8xi64>) -> tensor<2x8xi64>
+
+  // A sum declared 2x?.
+  %a3 = kiln.mul %x, %cos : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x?xf32>
+  %s3 = kiln.slice %x[%c4 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %n3 = kiln.neg %s3 : tensor<2x4xf32>
+  %f3 = kiln.slice %x[%c0 : %c4 : %c1] {axes = array<i64: 1>} : (tensor<2x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x4xf32>
+  %r3 = kiln.concat %n3, %f3 {axis = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  %b3 = kiln.mul %r3, %sin : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x?xf32>
+  %y3 = kiln.add %a3, %b3 : (tensor<2x?xf32>, tensor<2x?xf32>) -> tensor<2x?xf32>
+  return %y0, %y1, %y2, %y3 : tensor<2x8xf32>, tensor<8x2xf32>, tensor<2x8xi64>, tensor<2x?xf32>
+}

@@ -351,6 +351,16 @@ TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
   }
 }
 
+TEST(KilnUkernelLinearDeathTest, UnknownActivationCodeTraps) {
+  // Outside a run the trap reports and aborts; inside one it ends the run.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const float a = 1, b = 1;
+  float c = 0;
+  EXPECT_DEATH(kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, 0, nullptr, 5,
+                                   nullptr, 0, &c, 1),
+               "kiln_ukernel_linear: unknown activation code");
+}
+
 TEST(GemmIsaTest, NamesAndLimits) {
   EXPECT_STREQ(gemmIsaName(GemmIsa::Generic), "generic");
   EXPECT_STREQ(gemmIsaName(GemmIsa::Avx2), "avx2");

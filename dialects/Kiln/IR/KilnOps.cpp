@@ -197,8 +197,9 @@ LogicalResult LinearOp::verify() {
 LogicalResult RotaryOp::verify() {
   ArrayRef<int64_t> input = shapeOf(getInput());
   if (input.empty() || ShapedType::isDynamic(input.back()) ||
-      input.back() % 2 != 0)
-    return emitOpError() << "needs a static, even last dim to rotate, got "
+      input.back() <= 0 || input.back() % 2 != 0)
+    return emitOpError() << "needs a static, even, positive last dim to "
+                         << "rotate, got "
                          << getInput().getType();
   for (Value operand : {getCos(), getSin(), getResult()})
     if (rankOf(operand) == 0 || shapeOf(operand).back() != input.back())

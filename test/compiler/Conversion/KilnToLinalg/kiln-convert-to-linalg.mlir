@@ -2064,10 +2064,14 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 
 // Tests that rotary becomes one broadcasting linalg.generic that reads the
 // input a second time at each element's partner in the other half of the
-// last axis ((d3 + 8) mod 16), negated in the first half.
+// last axis ((d3 + 8) mod 16), negated in the first half; the operands'
+// dynamic sizes are checked against the result's as for any broadcast.
 
 // CHECK-LABEL: func.func @rotary
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[COS:[a-zA-Z0-9_]+]]: tensor<?x1x?x16xf32>, %[[SIN:[a-zA-Z0-9_]+]]: tensor<?x1x?x16xf32>)
+// CHECK: cf.assert %{{.+}}, "kiln.rotary: operand 0 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "kiln.rotary: operand 1 dim 2 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "kiln.rotary: operand 2 dim 2 does not match the result's size (dynamic sizes do not broadcast)"
 // CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, (d3 + 8) mod 16)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
 // CHECK-SAME: ins(%[[X]], %[[COS]], %[[SIN]], %[[X]] :
 // CHECK-NEXT: ^bb0(%[[XV:.+]]: f32, %[[C:.+]]: f32, %[[S:.+]]: f32, %[[P:.+]]: f32, %{{.+}}: f32):

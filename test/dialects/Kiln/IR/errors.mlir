@@ -984,11 +984,20 @@ func.func @linear_activation(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tenso
 
 // -----
 
-// Tests that rotary needs a static, even last dim to split in halves.
+// Tests that rotary needs a static, even, positive last dim to split in
+// halves.
 func.func @rotary_odd(%x: tensor<2x7xf32>, %cs: tensor<2x7xf32>) -> tensor<2x7xf32> {
-  // expected-error @+1 {{'kiln.rotary' op needs a static, even last dim to rotate, got 'tensor<2x7xf32>'}}
+  // expected-error @+1 {{'kiln.rotary' op needs a static, even, positive last dim to rotate, got 'tensor<2x7xf32>'}}
   %y = kiln.rotary %x, %cs, %cs : (tensor<2x7xf32>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
+}
+
+// -----
+
+func.func @rotary_empty(%x: tensor<2x0xf32>) -> tensor<2x0xf32> {
+  // expected-error @+1 {{'kiln.rotary' op needs a static, even, positive last dim to rotate, got 'tensor<2x0xf32>'}}
+  %y = kiln.rotary %x, %x, %x : (tensor<2x0xf32>, tensor<2x0xf32>, tensor<2x0xf32>) -> tensor<2x0xf32>
+  return %y : tensor<2x0xf32>
 }
 
 // -----
