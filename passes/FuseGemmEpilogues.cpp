@@ -5,7 +5,11 @@
 //
 //   add(P, bias)             bias [N], added to every row
 //   act(P) or act(reshape(P))  relu, gelu (exact or tanh), silu
-//   add(P, r) or add(reshape(P), r)  r of the same shape, no broadcast
+//   mul(P, g) or mul(reshape(P), g)  the gate g, of the same shape
+//   add(P, r) or add(reshape(P), r)  the residual r, of the same shape
+//
+// A SwiGLU MLP, silu(x·Wg) * (x·Wu), becomes two linears: the SiLU in the
+// first one's epilogue, the product with it in the second's.
 //
 // where P is a single-use kiln.matmul by a 2-D weight or a kiln.linear that
 // has none of the later stages yet. Exporters often flatten the rows before
@@ -30,19 +34,21 @@ namespace kiln {
 namespace {
 
 /// The epilogue stages in the order they apply.
-enum class Stage { None, Bias, Activation, Residual };
+enum class Stage { None, Bias, Activation, Gate, Residual };
 
 /// A fusable product: a kiln.matmul by a 2-D weight or a kiln.linear, of f32,
 /// with its epilogue so far.
 struct Product {
   Operation *op = nullptr;
-  Value input, weight, bias, residual;
+  Value input, weight, bias, gate, residual;
   std::optional<Activation> activation;
   bool transposeB = false;
 
   Stage lastStage() const {
     if (residual)
       return Stage::Residual;
+    if (gate)
+      return Stage::Gate;
     if (activation)
       return Stage::Activation;
     return bias ? Stage::Bias : Stage::None;
@@ -60,7 +66,7 @@ struct Product {
         next.activation ? ActivationAttr::get(rewriter.getContext(),
                                               *next.activation)
                         : ActivationAttr(),
-        next.residual, next.transposeB);
+        next.gate, next.residual, next.transposeB);
   }
 };
 
@@ -84,6 +90,7 @@ std::optional<Product> productBefore(Value value, Stage stage) {
     product.weight = linear.getWeight();
     product.bias = linear.getBias();
     product.activation = linear.getActivation();
+    product.gate = linear.getGate();
     product.residual = linear.getResidual();
     product.transposeB = linear.getTransposeB();
   } else {
@@ -207,32 +214,34 @@ struct FuseActivation : public OpRewritePattern<OpTy> {
   }
 };
 
-struct FuseResidual : public OpRewritePattern<AddOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// A product times (the gate) or plus (the residual) a tensor of its shape,
+/// `OpTy` being kiln.mul or kiln.add.
+template <typename OpTy, Stage kStage>
+struct FuseElementwiseOperand : public OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
 
-  LogicalResult matchAndRewrite(AddOp add,
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    for (Value side : {add.getLhs(), add.getRhs()}) {
-      std::optional<ReshapedProduct> behind =
-          reshapedProductBefore(side, Stage::Residual);
+    for (Value side : {op.getLhs(), op.getRhs()}) {
+      std::optional<ReshapedProduct> behind = reshapedProductBefore(side, kStage);
       if (!behind)
         continue;
-      Value residual = otherOperand(add, side);
+      Value operand = otherOperand(op, side);
       auto productType =
           cast<RankedTensorType>(behind->product.op->getResult(0).getType());
       if (!behind->reshape) {
-        // The kernel reads the residual in the product's shape; the
-        // lowering checks its sizes, and fails where the add would.
-        if (mayBroadcast(residual, side))
+        // The kernel reads the operand in the product's shape; the lowering
+        // checks its sizes, and fails where the elementwise op would.
+        if (mayBroadcast(operand, side))
           continue;
       } else {
-        // The residual is reshaped to the product's shape by its element
-        // count, so it must provably have the reshape's shape. The target
-        // is the product's static sizes with -1 for its one dynamic size
-        // (a 0 would copy a dim instead).
+        // The operand is reshaped to the product's shape by its element
+        // count, so it must provably have the reshape's shape. The target is
+        // the product's static sizes with -1 for its one dynamic size (a 0
+        // would copy a dim instead).
         if (productType.getNumDynamicDims() > 1 ||
             llvm::is_contained(productType.getShape(), 0) ||
-            !provablySameShape(residual, side))
+            !provablySameShape(operand, side))
           continue;
         SmallVector<int64_t> shape = llvm::to_vector(productType.getShape());
         for (int64_t &size : shape)
@@ -241,17 +250,18 @@ struct FuseResidual : public OpRewritePattern<AddOp> {
         auto shapeType = RankedTensorType::get({productType.getRank()},
                                                rewriter.getI64Type());
         Value shapeValue = rewriter.create<ConstantOp>(
-            add.getLoc(), shapeType,
+            op.getLoc(), shapeType,
             DenseIntElementsAttr::get(shapeType, ArrayRef<int64_t>(shape)));
-        residual = rewriter.create<ReshapeOp>(add.getLoc(), productType,
-                                              residual, shapeValue);
+        operand = rewriter.create<ReshapeOp>(op.getLoc(), productType, operand,
+                                             shapeValue);
       }
-      fuseInto(rewriter, add, *behind,
-               [&](Product &p) { p.residual = residual; });
+      fuseInto(rewriter, op, *behind, [&](Product &p) {
+        (kStage == Stage::Gate ? p.gate : p.residual) = operand;
+      });
       return success();
     }
     return rewriter.notifyMatchFailure(
-        add, "not a product plus a tensor of its shape");
+        op, "not a product and a tensor of its shape");
   }
 };
 
@@ -259,7 +269,9 @@ struct FuseGemmEpiloguesPass
     : public impl::KilnFuseGemmEpiloguesBase<FuseGemmEpiloguesPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseBias, FuseResidual, FuseActivation<GeluOp>,
+    patterns.add<FuseBias, FuseElementwiseOperand<MulOp, Stage::Gate>,
+                 FuseElementwiseOperand<AddOp, Stage::Residual>,
+                 FuseActivation<GeluOp>,
                  FuseActivation<SiluOp>, FuseActivation<ReluOp>>(&getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

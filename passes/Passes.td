@@ -226,8 +226,12 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
     ```
     add(P, bias)                       bias of shape [N]
     act(P), act(reshape(P))            relu, gelu (exact or tanh), silu
-    add(P, r), add(reshape(P), r)      r of the same shape as the sum
+    mul(P, g), mul(reshape(P), g)      the gate g, of the same shape
+    add(P, r), add(reshape(P), r)      the residual r, of the same shape
     ```
+
+    A SwiGLU MLP, silu(x·Wg) * (x·Wu), becomes two linears: the SiLU in the
+    first one's epilogue and the product with it in the second's.
 
     P is a `kiln.matmul` by a 2-D weight, or a `kiln.linear` whose epilogue
     has none of the later stages yet. Activations commute with the reshape
@@ -238,10 +242,11 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
 
     It does not fire when the product or the reshape has another user, when
     the weight is not 2-D, for element types other than f32, when the bias
-    is not [N], or when the residual could broadcast against the product: a
-    static 1 on one side only. (A dynamic size that would broadcast fails at
-    run time in kiln, as the fused op's size check does.) Behind a reshape,
-    where the residual is reshaped by its element count, its shape must be
+    is not [N], when a stage comes out of the epilogue's order, or when the
+    gate or residual could broadcast against the product: a static 1 on one
+    side only. (A dynamic size that would broadcast fails at run time in
+    kiln, as the fused op's size check does.) Behind a reshape, where the
+    gate or residual is reshaped by its element count, its shape must be
     provably the reshape's, each dim traced to its source (`traceDim` in
     PatternUtils).
 

@@ -449,7 +449,8 @@ extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
                                     const float *a, int64_t lda,
                                     const float *b, int64_t ldb,
                                     int64_t transpose_b, const float *bias,
-                                    int64_t activation, const float *residual,
+                                    int64_t activation, const float *gate,
+                                    int64_t ldg, const float *residual,
                                     int64_t ldr, float *c, int64_t ldc) {
   using namespace kiln::rt;
   // Before anything with a destructor exists: the trap jumps over this frame.
@@ -457,7 +458,8 @@ extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
       activation > static_cast<int64_t>(GemmActivation::Silu))
     kiln_rt_trap("kiln_ukernel_linear: unknown activation code (the code was "
                  "compiled for a newer runtime)");
-  const GemmEpilogue epilogue{bias, static_cast<GemmActivation>(activation),
+  const GemmEpilogue epilogue{bias,     static_cast<GemmActivation>(activation),
+                              gate,     ldg,
                               residual, ldr};
   sgemm(m, n, k, a, lda, b, ldb, transpose_b != 0, c, ldc, currentThreadPool(),
         /*accumulate=*/false, epilogue);

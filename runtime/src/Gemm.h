@@ -45,16 +45,20 @@ enum class GemmActivation : int64_t {
 };
 
 /// What sgemm does to each element of C once its sum is complete, while the
-/// tile is still in cache: C[i][j] = activation(C[i][j] + bias[j]) +
-/// residual[i·ldr + j]. A null bias or residual is left out.
+/// tile is still in cache: C[i][j] = activation(C[i][j] + bias[j]) ·
+/// gate[i·ldg + j] + residual[i·ldr + j]. A null bias, gate or residual is
+/// left out.
 struct GemmEpilogue {
   const float *bias = nullptr;
   GemmActivation activation = GemmActivation::None;
+  const float *gate = nullptr;
+  int64_t ldg = 0;
   const float *residual = nullptr;
   int64_t ldr = 0;
 
   bool empty() const {
-    return !bias && !residual && activation == GemmActivation::None;
+    return !bias && !gate && !residual &&
+           activation == GemmActivation::None;
   }
 };
 
@@ -136,14 +140,15 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                    int64_t ldc, int64_t accumulate);
 
 /// The GEMM with an epilogue that compiled model code calls for a fused
-/// kiln.linear: C = activation(A·B + bias) + residual, as kiln::rt::sgemm
-/// with a GemmEpilogue. `bias` (n floats) and `residual` (m×n, leading
-/// dimension ldr) may be null; `activation` is a GemmActivation value. Runs
-/// on currentThreadPool().
+/// kiln.linear: C = activation(A·B + bias) · gate + residual, as
+/// kiln::rt::sgemm with a GemmEpilogue. `bias` (n floats), `gate` (m×n,
+/// leading dimension ldg) and `residual` (m×n, ldr) may be null;
+/// `activation` is a GemmActivation value. Runs on currentThreadPool().
 extern "C" __attribute__((visibility("default"))) void
 kiln_ukernel_linear(int64_t m, int64_t n, int64_t k, const float *a,
                     int64_t lda, const float *b, int64_t ldb,
                     int64_t transpose_b, const float *bias, int64_t activation,
-                    const float *residual, int64_t ldr, float *c, int64_t ldc);
+                    const float *gate, int64_t ldg, const float *residual,
+                    int64_t ldr, float *c, int64_t ldc);
 
 #endif // KILN_RUNTIME_GEMM_H

@@ -29,15 +29,17 @@ KILN_ALWAYS_INLINE typename Vec<W>::F activate(const typename Vec<W>::F &x) {
   return x;
 }
 
-/// The epilogue on W columns starting at `j` of one row.
+/// The epilogue on W columns of one row; the operands point at them.
 template <int W, GemmActivation A>
-KILN_ALWAYS_INLINE typename Vec<W>::F finish(const typename Vec<W>::F &sum,
-                                             const float *bias,
-                                             const float *residual) {
+KILN_ALWAYS_INLINE typename Vec<W>::F
+finish(const typename Vec<W>::F &sum, const float *bias, const float *gate,
+       const float *residual) {
   typename Vec<W>::F x = sum;
   if (bias)
     x += load<W>(bias);
   x = activate<W, A>(x);
+  if (gate)
+    x *= load<W>(gate);
   if (residual)
     x += load<W>(residual);
   return x;
@@ -48,28 +50,31 @@ KILN_ALWAYS_INLINE void finishTile(const GemmEpilogue &e, float *c,
                                    int64_t ldc, int64_t row, int64_t rows,
                                    int64_t col, int64_t cols) {
   const float *bias = e.bias ? e.bias + col : nullptr;
+  auto at = [](const float *p, int64_t j) { return p ? p + j : nullptr; };
   for (int64_t r = 0; r < rows; ++r) {
     float *out = c + r * ldc;
+    const float *gate = e.gate ? e.gate + (row + r) * e.ldg + col : nullptr;
     const float *residual =
         e.residual ? e.residual + (row + r) * e.ldr + col : nullptr;
     int64_t j = 0;
     for (; j + W <= cols; j += W)
-      store<W>(out + j, finish<W, A>(load<W>(out + j), bias ? bias + j : nullptr,
-                                     residual ? residual + j : nullptr));
+      store<W>(out + j, finish<W, A>(load<W>(out + j), at(bias, j),
+                                     at(gate, j), at(residual, j)));
     if (j == cols)
       continue;
     // The last partial vector goes through zero-padded copies, so that
     // nothing past the row's end is read or written.
     const int64_t tail = cols - j;
-    float sum[W] = {}, biasTail[W] = {}, residualTail[W] = {};
-    std::memcpy(sum, out + j, tail * sizeof(float));
-    if (bias)
-      std::memcpy(biasTail, bias + j, tail * sizeof(float));
-    if (residual)
-      std::memcpy(residualTail, residual + j, tail * sizeof(float));
-    store<W>(sum, finish<W, A>(load<W>(sum), bias ? biasTail : nullptr,
-                               residual ? residualTail : nullptr));
-    std::memcpy(out + j, sum, tail * sizeof(float));
+    float tails[4][W] = {};
+    const float *sources[4] = {out, bias, gate, residual};
+    for (int operand = 0; operand < 4; ++operand)
+      if (sources[operand])
+        std::memcpy(tails[operand], sources[operand] + j, tail * sizeof(float));
+    store<W>(tails[0],
+             finish<W, A>(load<W>(tails[0]), bias ? tails[1] : nullptr,
+                          gate ? tails[2] : nullptr,
+                          residual ? tails[3] : nullptr));
+    std::memcpy(out + j, tails[0], tail * sizeof(float));
   }
 }
 

@@ -51,16 +51,17 @@ func.func @residual_behind_reshape(%h: tensor<?x?x64xf32>, %x: tensor<?x64xf32>,
 
 // -----
 
-// Tests Llama's MLP: SiLU on the gate product (no bias), and the residual
-// added to the down product, whose rows trace back through the RMSNorm to
-// the residual itself. The bias may come first in the add.
+// Tests Llama's MLP: SiLU on the gate product (no bias), the SwiGLU product
+// with the up product as a gate in one of the two linears' epilogues, and
+// the residual added to the down product, whose rows trace back through the
+// RMSNorm to the residual itself. The bias may come first in the add.
 
 // CHECK-LABEL: func.func @llama_mlp
 //  CHECK-SAME: (%[[H:.+]]: tensor<?x?x64xf32>, %[[G:.+]]: tensor<64x172xf32>, %[[U:.+]]: tensor<64x172xf32>, %[[D:.+]]: tensor<172x64xf32>, %[[NORM:.+]]: tensor<64xf32>, %[[BD:.+]]: tensor<64xf32>)
 //       CHECK: %[[X:.+]] = kiln.rms_norm %[[H]], %[[NORM]]
 //       CHECK: %[[GATE:.+]] = kiln.linear %[[X]], %[[G]] activation silu : (tensor<?x?x64xf32>, tensor<64x172xf32>) -> tensor<?x?x172xf32>
-//       CHECK: %[[UP:.+]] = kiln.matmul %[[X]], %[[U]]
-//       CHECK: %[[M:.+]] = kiln.mul %[[GATE]], %[[UP]]
+//       CHECK: %[[M:.+]] = kiln.linear %[[X]], %[[U]] gate %[[GATE]] : (tensor<?x?x64xf32>, tensor<64x172xf32>, tensor<?x?x172xf32>) -> tensor<?x?x172xf32>
+//   CHECK-NOT: kiln.mul
 //       CHECK: %[[Y:.+]] = kiln.linear %[[M]], %[[D]] bias %[[BD]] residual %[[H]] : (tensor<?x?x172xf32>, tensor<172x64xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
 //       CHECK: return %[[Y]]
 func.func @llama_mlp(%h: tensor<?x?x64xf32>, %g: tensor<64x172xf32>, %u: tensor<64x172xf32>, %d: tensor<172x64xf32>, %norm: tensor<64xf32>, %bd: tensor<64xf32>) -> tensor<?x?x64xf32> {
@@ -449,4 +450,32 @@ func.func @deep_stack(%h0: tensor<?x?x64xf32>, %w: tensor<64x64xf32>) -> tensor<
   %r15 = kiln.reshape %p15, %s15 : (tensor<?x64xf32>, tensor<3xi64>) -> tensor<?x?x64xf32>
   %h16 = kiln.add %g15, %r15 : (tensor<?x?x64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %h16 : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Tests the gate stage: after the activation and before the residual (a
+// product times a gate, then plus a residual, is one linear), through the
+// reshape that restores the rows; a gate that would broadcast (a static 1
+// against the product's rows) or a gate after the residual stays outside.
+
+// CHECK-LABEL: func.func @gate_stage
+//  CHECK-SAME: (%[[X:.+]]: tensor<8x64xf32>, %[[W:.+]]: tensor<64x64xf32>, %[[G:.+]]: tensor<8x64xf32>, %[[R:.+]]: tensor<8x64xf32>, %[[ONE:.+]]: tensor<1x64xf32>)
+//       CHECK: kiln.linear %[[X]], %[[W]] activation relu gate %[[G]] residual %[[R]] : (tensor<8x64xf32>, tensor<64x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+//       CHECK: %[[P:.+]] = kiln.matmul %[[X]], %[[W]]
+//       CHECK: kiln.mul %[[P]], %[[ONE]]
+//       CHECK: %[[Q:.+]] = kiln.linear %[[X]], %[[W]] residual %[[R]]
+//       CHECK: kiln.mul %[[Q]], %[[G]]
+func.func @gate_stage(%x: tensor<8x64xf32>, %w: tensor<64x64xf32>, %g: tensor<8x64xf32>, %r: tensor<8x64xf32>, %one: tensor<1x64xf32>)
+    -> (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>) {
+  %p = kiln.matmul %x, %w : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %a = kiln.relu %p : tensor<8x64xf32>
+  %m = kiln.mul %g, %a : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  %y = kiln.add %m, %r : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  %q = kiln.matmul %x, %w : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %b = kiln.mul %q, %one : (tensor<8x64xf32>, tensor<1x64xf32>) -> tensor<8x64xf32>
+  %t = kiln.matmul %x, %w : (tensor<8x64xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  %s = kiln.add %t, %r : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  %c = kiln.mul %s, %g : (tensor<8x64xf32>, tensor<8x64xf32>) -> tensor<8x64xf32>
+  return %y, %b, %c : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x64xf32>
 }

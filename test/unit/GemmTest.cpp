@@ -190,10 +190,10 @@ double referenceActivation(GemmActivation activation, double x) {
 }
 
 TEST_P(SgemmTest, AppliesEpilogue) {
-  // act(A·B + bias) + residual through the unpacked path (m <= 4, one and
+  // act(A·B + bias) · gate + residual through the unpacked path (m <= 4, one and
   // several strips, a partial vector at the end of each row) and the packed
   // one (several k blocks, edge tiles), each activation with and without
-  // bias and residual; then the two shapes big enough to split over two
+  // bias, gate and residual; then the two shapes big enough to split over two
   // threads (the tile grid and the direct path's strips) with the whole
   // epilogue. Sums reach about ±20, so the activations' tails and both
   // signs are covered; padding stays NaN.
@@ -220,19 +220,24 @@ TEST_P(SgemmTest, AppliesEpilogue) {
       const Matrix a(shape.m, shape.k, 2, rng);
       const Matrix b = transposeB ? Matrix(shape.n, shape.k, 1, rng)
                                   : Matrix(shape.k, shape.n, 1, rng);
-      const Matrix bias(1, shape.n, 0, rng), residual(shape.m, shape.n, 5, rng);
+      const Matrix bias(1, shape.n, 0, rng), gate(shape.m, shape.n, 4, rng),
+          residual(shape.m, shape.n, 5, rng);
       for (GemmActivation activation : epilogueCase.activations) {
-        for (int parts = 0; parts < 4; ++parts) {
-          const bool withBias = parts & 1, withResidual = parts & 2;
+        for (int parts = 0; parts < 8; ++parts) {
+          const bool withBias = parts & 1, withGate = parts & 2,
+                     withResidual = parts & 4;
           GemmEpilogue epilogue;
           epilogue.bias = withBias ? bias.data.data() : nullptr;
           epilogue.activation = activation;
+          epilogue.gate = withGate ? gate.data.data() : nullptr;
+          epilogue.ldg = gate.ld;
           epilogue.residual = withResidual ? residual.data.data() : nullptr;
           epilogue.ldr = residual.ld;
           const std::string what =
               shapeName(shape) + (transposeB ? " transposeB" : "") +
               " activation " + std::to_string(int(activation)) +
-              (withBias ? " bias" : "") + (withResidual ? " residual" : "");
+              (withBias ? " bias" : "") + (withGate ? " gate" : "") +
+              (withResidual ? " residual" : "");
           Matrix c(shape.m, shape.n, 3, rng);
           std::fill(c.data.begin(), c.data.end(), kNaN);
           sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(),
@@ -248,8 +253,10 @@ TEST_P(SgemmTest, AppliesEpilogue) {
                 sum += term;
                 magnitude += std::fabs(term);
               }
-              double expected = referenceActivation(activation, sum) +
-                                (withResidual ? residual.at(i, j) : 0);
+              double expected =
+                  referenceActivation(activation, sum) *
+                      (withGate ? gate.at(i, j) : 1) +
+                  (withResidual ? residual.at(i, j) : 0);
               const double error = std::fabs(c.at(i, j) - expected);
               // The sum's rounding passes through the activation (slope at
               // most 1.13) and the activations are good to about 1e-7·|x|.
@@ -332,19 +339,21 @@ TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
   std::mt19937 rng(3);
   const int64_t m = 5, n = 19, k = 40;
   const Matrix a(m, k, 0, rng), b(k, n, 0, rng), bias(1, n, 0, rng),
-      residual(m, n, 2, rng);
+      gate(m, n, 3, rng), residual(m, n, 2, rng);
   for (auto [code, activation] : codes) {
     Matrix c(m, n, 1, rng);
     kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data.data(), b.ld,
                         /*transpose_b=*/0, bias.data.data(), code,
-                        residual.data.data(), residual.ld, c.data.data(), c.ld);
+                        gate.data.data(), gate.ld, residual.data.data(),
+                        residual.ld, c.data.data(), c.ld);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = bias.at(0, j);
         for (int64_t p = 0; p < k; ++p)
           sum += double(a.at(i, p)) * b.at(p, j);
         const double expected =
-            referenceActivation(activation, sum) + residual.at(i, j);
+            referenceActivation(activation, sum) * gate.at(i, j) +
+            residual.at(i, j);
         ASSERT_NEAR(c.at(i, j), expected, 1e-5)
             << "code " << code << " at [" << i << "," << j << "]";
       }
@@ -357,7 +366,7 @@ TEST(KilnUkernelLinearDeathTest, UnknownActivationCodeTraps) {
   const float a = 1, b = 1;
   float c = 0;
   EXPECT_DEATH(kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, 0, nullptr, 5,
-                                   nullptr, 0, &c, 1),
+                                   nullptr, 0, nullptr, 0, &c, 1),
                "kiln_ukernel_linear: unknown activation code");
 }
 

@@ -223,7 +223,7 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     OpFoldResult rows = flat.rows;
     UkernelBuffer lhs = readBuffer(rewriter, loc, flat.flatInput, true);
     UkernelBuffer rhs = readBuffer(rewriter, loc, weight, true);
-    Value bias, residual, residualStride;
+    Value bias;
     if (Value biasTensor = adaptor.getBias()) {
       checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, biasTensor)[0], n,
                     "the bias does not have one value per column");
@@ -231,22 +231,24 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     } else {
       bias = nullPointer(rewriter, loc);
     }
-    if (Value residualTensor = adaptor.getResidual()) {
+    // The gate and the residual: the result's shape, read as [rows, N]
+    // (pointer and row stride), or a null pointer and stride 0.
+    auto readRows = [&](Value tensor, StringRef name) -> std::pair<Value, Value> {
+      if (!tensor)
+        return {nullPointer(rewriter, loc),
+                rewriter.create<arith::ConstantIntOp>(loc, 0, 64)};
       for (auto [dim, sizes] : llvm::enumerate(llvm::zip_equal(
-               sizesOf(rewriter, loc, residualTensor), flat.resultSizes)))
+               sizesOf(rewriter, loc, tensor), flat.resultSizes)))
         checkSameSize(rewriter, loc, op, std::get<0>(sizes), std::get<1>(sizes),
-                      "the residual's dim " + Twine(dim) +
+                      "the " + name + "'s dim " + Twine(dim) +
                           " differs from the result's");
-      Value flatResidual =
-          reshapeRows(rewriter, loc, residualTensor,
-                      tensorType({rows, n}, elementType), {rows, n});
-      UkernelBuffer buffer = readBuffer(rewriter, loc, flatResidual, true);
-      residual = buffer.pointer;
-      residualStride = buffer.strides[0];
-    } else {
-      residual = nullPointer(rewriter, loc);
-      residualStride = rewriter.create<arith::ConstantIntOp>(loc, 0, 64);
-    }
+      Value flatTensor = reshapeRows(rewriter, loc, tensor,
+                                     tensorType({rows, n}, elementType), {rows, n});
+      UkernelBuffer buffer = readBuffer(rewriter, loc, flatTensor, true);
+      return {buffer.pointer, buffer.strides[0]};
+    };
+    auto [gate, gateStride] = readRows(adaptor.getGate(), "gate");
+    auto [residual, residualStride] = readRows(adaptor.getResidual(), "residual");
 
     RankedTensorType flatType = tensorType({rows, n}, elementType);
     SmallVector<Value> dynamicSizes;
@@ -262,8 +264,8 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
         out.sizes[0], out.sizes[1], lhs.sizes[1],
         lhs.pointer, lhs.strides[0], rhs.pointer, rhs.strides[0],
         rewriter.create<arith::ConstantIntOp>(loc, transposeB, 64), bias,
-        rewriter.create<arith::ConstantIntOp>(loc, activation, 64), residual,
-        residualStride, out.pointer, out.strides[0]};
+        rewriter.create<arith::ConstantIntOp>(loc, activation, 64), gate,
+        gateStride, residual, residualStride, out.pointer, out.strides[0]};
     auto module = op->getParentOfType<ModuleOp>();
     rewriter.create<func::CallOp>(
         loc, getOrDeclareUkernel(module, kLinearUkernel, arguments), arguments);

@@ -172,10 +172,10 @@ LogicalResult LinearOp::verify() {
   if (failed(verifyResultShape(*this, expected, getResult())))
     return failure();
   Type elementType = getType().getElementType();
-  for (Value operand : {getBias(), getResidual()})
+  for (Value operand : {getBias(), getGate(), getResidual()})
     if (operand &&
         cast<RankedTensorType>(operand.getType()).getElementType() != elementType)
-      return emitOpError() << "bias and residual must have the result's "
+      return emitOpError() << "bias, gate and residual must have the result's "
                            << "element type " << elementType << ", got "
                            << operand.getType();
   if (Value bias = getBias())
@@ -184,10 +184,12 @@ LogicalResult LinearOp::verify() {
       return emitOpError() << "bias must have shape "
                            << formatShape(ArrayRef<int64_t>{n}) << ", got "
                            << bias.getType();
-  if (Value residual = getResidual())
-    if (failed(verifyCompatibleShape(shapeOf(residual), expected)) ||
-        failed(verifyCompatibleShape(residual.getType(), getType())))
-      return emitOpError() << "residual " << residual.getType()
+  for (auto [name, operand] : {std::pair<StringRef, Value>{"gate", getGate()},
+                               {"residual", getResidual()}})
+    if (operand &&
+        (failed(verifyCompatibleShape(shapeOf(operand), expected)) ||
+         failed(verifyCompatibleShape(operand.getType(), getType()))))
+      return emitOpError() << name << " " << operand.getType()
                            << " does not have the result's shape "
                            << formatShape(expected) << " (" << getType()
                            << ")";

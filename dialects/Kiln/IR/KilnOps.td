@@ -185,11 +185,13 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     AllElementTypesMatch<["input", "weight", "result"]>]> {
   let summary = "matrix product by a 2-D weight with a fused epilogue";
   let description = [{
-    Computes `activation(input · weight + bias) + residual` for `input`
-    [..., M, K] and `weight` [K, N] ([N, K] with `transpose_b`); the result is
-    [..., M, N]. `bias` [N] is added to every row; `residual`, which has the
-    result's shape exactly (it does not broadcast), is added after the
-    activation. Each of `bias`, `activation` and `residual` is optional.
+    Computes `activation(input · weight + bias) * gate + residual` for
+    `input` [..., M, K] and `weight` [K, N] ([N, K] with `transpose_b`); the
+    result is [..., M, N]. `bias` [N] is added to every row; `gate` and
+    `residual`, which have the result's shape exactly (they do not
+    broadcast), multiply and then add to the activation's result. Each of
+    `bias`, `activation`, `gate` and `residual` is optional; a SwiGLU MLP is
+    `linear(x, Wu, gate linear(x, Wg, activation silu))`.
     `kiln-fuse-gemm-epilogues` creates it from a `kiln.matmul` and the
     elementwise ops that consume the product, so that the CPU backend applies
     them to each tile of the product while it is in cache.
@@ -201,16 +203,21 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
         : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x256xf32>
     %y = kiln.linear %h, %w2 bias %b2 residual %x
         : (tensor<?x256xf32>, tensor<256x64xf32>, tensor<64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+    %g = kiln.linear %x, %wg activation silu : (tensor<?x64xf32>, tensor<64x172xf32>) -> tensor<?x172xf32>
+    %m = kiln.linear %x, %wu gate %g
+        : (tensor<?x64xf32>, tensor<64x172xf32>, tensor<?x172xf32>) -> tensor<?x172xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
                    Optional<Kiln_FloatTensor>:$bias,
                    OptionalAttr<Kiln_Activation>:$activation,
+                   Optional<Kiln_FloatTensor>:$gate,
                    Optional<Kiln_FloatTensor>:$residual, UnitAttr:$transpose_b);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`activation` $activation^)?
-    (`residual` $residual^)? attr-dict `:` functional-type(operands, results)
+    (`gate` $gate^)? (`residual` $residual^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

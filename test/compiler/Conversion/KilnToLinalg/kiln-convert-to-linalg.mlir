@@ -2012,19 +2012,24 @@ func.func @attention_masks(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %
 // -----
 
 // Tests that linear becomes a call of the runtime's GEMM-with-epilogue on
-// [rows, K] · [K, N]: the input's and residual's leading dims are flattened,
-// every operand is read with a contiguous last dim (bufferization copies one
-// that is not), the residual's dims are checked against the result's at run
-// time, the activation is passed as its enum value (gelu_tanh = 3), and the
-// fresh [rows, N] result is reshaped back.
+// [rows, K] · [K, N]: the input's, gate's and residual's leading dims are
+// flattened, every operand is read with a contiguous last dim
+// (bufferization copies one that is not), the gate's and residual's dims are
+// checked against the result's at run time, the activation is passed as its
+// enum value (gelu_tanh = 3), and the fresh [rows, N] result is reshaped
+// back.
 
 // CHECK-LABEL: func.func @linear_epilogue
-// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x256xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<256xf32>, %[[R:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>)
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x256xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<256xf32>, %[[G:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>, %[[R:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>)
 // CHECK: %[[ROWS:.+]] = arith.muli
 // CHECK: %[[FLATX:.+]] = tensor.reshape %[[X]]
 // CHECK: bufferization.to_memref %[[FLATX]] read_only : memref<?x64xf32, strided<[?, 1], offset: ?>>
 // CHECK: bufferization.to_memref %[[W]] read_only : memref<64x256xf32, strided<[?, 1], offset: ?>>
 // CHECK: bufferization.to_memref %[[B]] read_only : memref<256xf32, strided<[1], offset: ?>>
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the gate's dim 0 differs from the result's"
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the gate's dim 1 differs from the result's"
+// CHECK: %[[FLATG:.+]] = tensor.reshape %[[G]]
+// CHECK: bufferization.to_memref %[[FLATG]] read_only : memref<?x256xf32, strided<[?, 1], offset: ?>>
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the residual's dim 0 differs from the result's"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the residual's dim 1 differs from the result's"
 // CHECK: %[[FLATR:.+]] = tensor.reshape %[[R]]
@@ -2032,28 +2037,31 @@ func.func @attention_masks(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %
 // CHECK: %[[OUT:.+]] = memref.alloc(%[[ROWS]]) : memref<?x256xf32>
 // CHECK: %[[NOTRANSPOSE:.+]] = arith.constant 0 : i64
 // CHECK: %[[GELUTANH:.+]] = arith.constant 3 : i64
-// CHECK: call @kiln_ukernel_linear({{.*}}, %[[NOTRANSPOSE]], %{{.+}}, %[[GELUTANH]], {{.*}}) : (i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64) -> ()
+// CHECK: call @kiln_ukernel_linear({{.*}}, %[[NOTRANSPOSE]], %{{.+}}, %[[GELUTANH]], {{.*}}) : (i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64) -> ()
 // CHECK: %[[P:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32>
 // CHECK: %[[Y:.+]] = tensor.reshape %[[P]]
 // CHECK: return %[[Y]]
-func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>, %r: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
-  %y = kiln.linear %x, %w bias %b activation gelu_tanh residual %r : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>, %g: tensor<?x?x256xf32>, %r: tensor<?x?x256xf32>) -> tensor<?x?x256xf32> {
+  %y = kiln.linear %x, %w bias %b activation gelu_tanh gate %g residual %r : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
   return %y : tensor<?x?x256xf32>
 }
 
 // -----
 
-// Tests that an absent bias and residual are null pointers (the residual
-// with stride 0), and that a weight stored [N, K] passes transpose_b = 1.
+// Tests that an absent bias, gate and residual are null pointers (the gate
+// and residual with stride 0), and that a weight stored [N, K] passes
+// transpose_b = 1.
 
 // CHECK-LABEL: func.func @linear_bare
 // CHECK: %[[NOBIAS:.+]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: %[[NORESIDUAL:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NOGATE:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[ZERO:.+]] = arith.constant 0 : i64
+// CHECK: %[[NORESIDUAL:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[ZERO2:.+]] = arith.constant 0 : i64
 // CHECK: %[[OUT:.+]] = memref.alloc() : memref<8x32xf32>
 // CHECK: %[[TRANSPOSE:.+]] = arith.constant 1 : i64
 // CHECK: %[[RELU:.+]] = arith.constant 1 : i64
-// CHECK: call @kiln_ukernel_linear(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[TRANSPOSE]], %[[NOBIAS]], %[[RELU]], %[[NORESIDUAL]], %[[ZERO]], %{{.+}}, %{{.+}})
+// CHECK: call @kiln_ukernel_linear(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[TRANSPOSE]], %[[NOBIAS]], %[[RELU]], %[[NOGATE]], %[[ZERO]], %[[NORESIDUAL]], %[[ZERO2]], %{{.+}}, %{{.+}})
 // CHECK-NOT: tensor.reshape
 func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x32xf32> {
   %y = kiln.linear %x, %w activation relu {transpose_b} : (tensor<8x64xf32>, tensor<32x64xf32>) -> tensor<8x32xf32>

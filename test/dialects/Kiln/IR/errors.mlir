@@ -1024,7 +1024,16 @@ func.func @linear_residual_declared(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>, %
 
 // Tests that linear's bias and residual have the result's element type.
 func.func @linear_bias_type(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf16>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{'kiln.linear' op bias and residual must have the result's element type 'f32', got 'tensor<16xf16>'}}
+  // expected-error @+1 {{'kiln.linear' op bias, gate and residual must have the result's element type 'f32', got 'tensor<16xf16>'}}
   %y = kiln.linear %x, %w bias %b : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<16xf16>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}
+
+// -----
+
+// Tests that linear's gate has the result's shape: it does not broadcast.
+func.func @linear_gate(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %g: tensor<4x1xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{'kiln.linear' op gate 'tensor<4x1xf32>' does not have the result's shape [4, 16] ('tensor<4x16xf32>')}}
+  %y = kiln.linear %x, %w gate %g : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }

@@ -475,7 +475,7 @@ func.func @attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: ten
 // -----
 
 // Tests that linear round-trips with its whole epilogue, with none, and with
-// a transposed weight and each activation.
+// a transposed weight, each activation and a gate.
 
 // CHECK-LABEL: func.func @linear
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x256xf32>, %[[WT:[a-zA-Z0-9_]+]]: tensor<256x64xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<256xf32>, %[[R:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>)
@@ -484,9 +484,10 @@ func.func @attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: ten
 // CHECK: kiln.linear %[[X]], %[[WT]] activation relu {transpose_b} : (tensor<?x?x64xf32>, tensor<256x64xf32>) -> tensor<?x?x256xf32>
 // CHECK: kiln.linear %[[X]], %[[W]] activation gelu residual %[[R]] : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
 // CHECK: kiln.linear %[[X]], %[[W]] bias %[[B]] activation silu : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
+// CHECK: kiln.linear %[[X]], %[[W]] activation silu gate %[[R]] residual %[[R]] : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
 func.func @linear(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %wt: tensor<256x64xf32>,
                   %b: tensor<256xf32>, %r: tensor<?x?x256xf32>)
-    -> (tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>) {
+    -> (tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>) {
   %a = kiln.linear %x, %w bias %b activation gelu_tanh residual %r
       : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
   %p = kiln.linear %x, %w : (tensor<?x?x64xf32>, tensor<64x256xf32>) -> tensor<?x?x256xf32>
@@ -495,7 +496,9 @@ func.func @linear(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %wt: tensor<25
       : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
   %s = kiln.linear %x, %w bias %b activation silu
       : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x?x256xf32>
-  return %a, %p, %t, %g, %s : tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>
+  %u = kiln.linear %x, %w activation silu gate %r residual %r
+      : (tensor<?x?x64xf32>, tensor<64x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+  return %a, %p, %t, %g, %s, %u : tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>, tensor<?x?x256xf32>
 }
 
 // -----
