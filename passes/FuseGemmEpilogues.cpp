@@ -140,10 +140,11 @@ void fuseInto(PatternRewriter &rewriter, Operation *root,
   rewriter.eraseOp(behind.product.op);
 }
 
-/// Whether adding `a` and `b` may broadcast one of them: their ranks differ,
-/// or a dim is static 1 on one side only. Otherwise their sizes are equal
-/// whenever the add runs, since kiln's broadcasting ops fail at run time when
-/// a dynamic size would broadcast.
+/// Whether an elementwise op of `a` and `b` (the gate's mul, the residual's
+/// add) may broadcast one of them: their ranks differ, or a dim is static 1
+/// on one side only. Otherwise their sizes are equal whenever the op runs,
+/// since kiln's broadcasting ops fail at run time when a dynamic size would
+/// broadcast.
 bool mayBroadcast(Value a, Value b) {
   auto aType = cast<RankedTensorType>(a.getType());
   auto bType = cast<RankedTensorType>(b.getType());

@@ -47,6 +47,12 @@ static int64_t rankOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getRank();
 }
 
+bool keepsOperandShape(Operation *op) {
+  return isa<LayerNormOp, RmsNormOp, ClampOp>(op) ||
+         op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+         op->hasTrait<OpTrait::SameOperandsAndResultShape>();
+}
+
 bool ShapeElement::isDimOf(Value value, int64_t dim) const {
   if (tensor)
     return tensor == value && index == dim;
@@ -179,9 +185,7 @@ private:
       return trace(operand, operandDim, depth + 1);
     };
     int64_t rank = type.getRank();
-    if (isa<LayerNormOp, RmsNormOp, tensor::CastOp>(op) ||
-        op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-        op->hasTrait<OpTrait::SameOperandsAndResultShape>())
+    if (isa<tensor::CastOp>(op) || keepsOperandShape(op))
       return next(op->getOperand(0), dim);
     if (auto transpose = dyn_cast<TransposeOp>(op))
       return next(transpose.getInput(), transpose.getPermutation()[dim]);

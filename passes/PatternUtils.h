@@ -30,6 +30,11 @@ template <typename OpTy> OpTy singleUseProducer(mlir::Value value) {
   return op && op->getResult(0).hasOneUse() ? op : OpTy();
 }
 
+/// Whether the kiln op `op`'s result has the shape of its first operand, as
+/// its verifier requires: elementwise ops of one operand, casts, softmax,
+/// the normalizations and clamp.
+bool keepsOperandShape(mlir::Operation *op);
+
 /// Whether `value` has the same type as `like`: fusing through an op whose
 /// result is broadcast bigger than its input would drop that broadcast.
 inline bool sameType(mlir::Value value, mlir::Value like) {

@@ -101,14 +101,6 @@ SmallVector<int64_t> reshapeShape(ArrayRef<int64_t> input,
 
 namespace {
 
-/// Whether `op`'s result has its first operand's shape, which its verifier
-/// requires to be that operand's type exactly (or compatible, for casts).
-bool keepsOperandShape(Operation *op) {
-  return isa<LayerNormOp, RmsNormOp, ClampOp>(op) ||
-         op->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-         op->hasTrait<OpTrait::SameOperandsAndResultShape>();
-}
-
 std::optional<Shape> broadcast(ArrayRef<Shape> shapes) {
   SmallVector<int64_t> result;
   for (const Shape &shape : shapes) {

@@ -13,10 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
-#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -108,15 +105,7 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
     SmallVector<OpFoldResult> resultSizes = {q[0], q[1], q[2], v[3]};
     checkResultSizes(rewriter, loc, op, resultType, resultSizes);
 
-    SmallVector<Value> dynamicSizes;
-    for (auto [dim, size] : llvm::enumerate(resultSizes))
-      if (resultType.isDynamicDim(dim))
-        dynamicSizes.push_back(
-            getValueOrCreateConstantIndexOp(rewriter, loc, size));
-    auto outputType =
-        MemRefType::get(resultType.getShape(), resultType.getElementType());
-    Value output =
-        rewriter.create<memref::AllocOp>(loc, outputType, dynamicSizes);
+    Value output = allocateBuffer(rewriter, loc, resultType, resultSizes);
 
     UkernelBuffer qBuffer = readBuffer(rewriter, loc, query);
     UkernelBuffer kBuffer = readBuffer(rewriter, loc, key);

@@ -19,7 +19,6 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -233,6 +232,7 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     }
     // The gate and the residual: the result's shape, read as [rows, N]
     // (pointer and row stride), or a null pointer and stride 0.
+    RankedTensorType flatType = tensorType({rows, n}, elementType);
     auto readRows = [&](Value tensor, StringRef name) -> std::pair<Value, Value> {
       if (!tensor)
         return {nullPointer(rewriter, loc),
@@ -242,21 +242,14 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
         checkSameSize(rewriter, loc, op, std::get<0>(sizes), std::get<1>(sizes),
                       "the " + name + "'s dim " + Twine(dim) +
                           " differs from the result's");
-      Value flatTensor = reshapeRows(rewriter, loc, tensor,
-                                     tensorType({rows, n}, elementType), {rows, n});
+      Value flatTensor = reshapeRows(rewriter, loc, tensor, flatType, {rows, n});
       UkernelBuffer buffer = readBuffer(rewriter, loc, flatTensor, true);
       return {buffer.pointer, buffer.strides[0]};
     };
     auto [gate, gateStride] = readRows(adaptor.getGate(), "gate");
     auto [residual, residualStride] = readRows(adaptor.getResidual(), "residual");
 
-    RankedTensorType flatType = tensorType({rows, n}, elementType);
-    SmallVector<Value> dynamicSizes;
-    for (OpFoldResult size : {rows, n})
-      if (!getConstantIntValue(size))
-        dynamicSizes.push_back(cast<Value>(size));
-    Value output = rewriter.create<memref::AllocOp>(
-        loc, MemRefType::get(flatType.getShape(), elementType), dynamicSizes);
+    Value output = allocateBuffer(rewriter, loc, flatType, {rows, n});
     UkernelBuffer out = describeBuffer(rewriter, loc, output);
     int64_t activation =
         op.getActivation() ? static_cast<int64_t>(*op.getActivation()) : 0;

@@ -39,6 +39,12 @@ using ReduceFn = llvm::function_ref<mlir::Value(
 llvm::SmallVector<mlir::OpFoldResult> sizesOf(mlir::OpBuilder &b,
                                               mlir::Location loc,
                                               mlir::Value tensor);
+/// A memref.alloc of `type`'s shape (identity layout) whose dynamic sizes
+/// come from `sizes` (one per dimension): the fresh buffer a microkernel
+/// call writes.
+mlir::Value allocateBuffer(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::RankedTensorType type,
+                           llvm::ArrayRef<mlir::OpFoldResult> sizes);
 /// A tensor.empty of `type` whose dynamic sizes come from `sizes` (one per
 /// dimension).
 mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc,

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -22,14 +23,28 @@ SmallVector<OpFoldResult> sizesOf(OpBuilder &b, Location loc, Value tensor) {
   return tensor::getMixedSizes(b, loc, tensor);
 }
 
-Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
-                  ArrayRef<OpFoldResult> sizes) {
-  SmallVector<Value> dynamicSizes;
+/// The entries of `sizes` at `type`'s dynamic dims, as index values.
+static SmallVector<Value> dynamicSizes(OpBuilder &b, Location loc,
+                                       RankedTensorType type,
+                                       ArrayRef<OpFoldResult> sizes) {
+  SmallVector<Value> dynamic;
   for (auto [dim, size] : llvm::enumerate(sizes))
     if (type.isDynamicDim(dim))
-      dynamicSizes.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+      dynamic.push_back(getValueOrCreateConstantIndexOp(b, loc, size));
+  return dynamic;
+}
+
+Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                  ArrayRef<OpFoldResult> sizes) {
   return b.create<tensor::EmptyOp>(loc, type.getShape(), type.getElementType(),
-                                   dynamicSizes);
+                                   dynamicSizes(b, loc, type, sizes));
+}
+
+Value allocateBuffer(OpBuilder &b, Location loc, RankedTensorType type,
+                     ArrayRef<OpFoldResult> sizes) {
+  return b.create<memref::AllocOp>(
+      loc, MemRefType::get(type.getShape(), type.getElementType()),
+      dynamicSizes(b, loc, type, sizes));
 }
 
 OpFoldResult broadcastDim(OpBuilder &b, Location loc,
