@@ -1,9 +1,9 @@
 //===- gemm_bench.cpp - SGEMM throughput per ISA and thread count ---------===//
 //
 // Prints GFLOP/s of kiln::rt::sgemm for each ISA this CPU has, on 1 and 2
-// threads, next to a naive triple loop. Standalone: from the repository root,
-//   g++ -O2 -std=c++17 -pthread -I. -o gemm_bench bench/gemm_bench.cpp
-//       runtime/src/Gemm*.cpp runtime/src/ThreadPool.cpp
+// threads, with B stored [K, N], [N, K] and in packed panels (what
+// kiln-pack-weights makes of constant weights), next to a naive triple loop.
+// Built as build/bin/kiln-gemm-bench.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Gemm.h"
@@ -51,15 +51,62 @@ void naiveGemm(const Shape &s, const float *a, const float *b, float *c) {
     }
 }
 
+/// `b` (k×n, row-major) in `layout`: as it is, transposed, or in panels.
+std::vector<float> layOut(const std::vector<float> &b, const Shape &s,
+                          GemmLayout layout, int64_t &ldb) {
+  const int64_t w = kWeightPanelWidth;
+  switch (layout) {
+  case GemmLayout::RowMajor:
+    ldb = s.n;
+    return b;
+  case GemmLayout::Transposed: {
+    ldb = s.k;
+    std::vector<float> t(s.k * s.n);
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t j = 0; j < s.n; ++j)
+        t[j * s.k + p] = b[p * s.n + j];
+    return t;
+  }
+  case GemmLayout::Panels: {
+    ldb = s.k * w;
+    std::vector<float> panels((s.n + w - 1) / w * ldb, 0.0f);
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t j = 0; j < s.n; ++j)
+        panels[j / w * ldb + p * w + j % w] = b[p * s.n + j];
+    return panels;
+  }
+  }
+  return b;
+}
+
+const char *layoutName(GemmLayout layout) {
+  switch (layout) {
+  case GemmLayout::Transposed:
+    return "n x k";
+  case GemmLayout::Panels:
+    return "panels";
+  case GemmLayout::RowMajor:
+    break;
+  }
+  return "k x n";
+}
+
 } // namespace
 
 int main() {
-  const Shape shapes[] = {{512, 512, 512}, {1024, 768, 3072}};
+  // Square, a transformer MLP's prefill, decode steps (one row, then four)
+  // against a 4096×4096 weight, where how B is stored matters most, and a
+  // batch-8 decode step of bench/'s tiny GPT-2 (its QKV product).
+  const Shape shapes[] = {{512, 512, 512},
+                          {1024, 768, 3072},
+                          {1, 4096, 4096},
+                          {4, 4096, 4096},
+                          {8, 192, 64}};
   const GemmIsa best = detectGemmIsa();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
 
-  std::printf("%-18s %-8s %7s %10s\n", "m x n x k", "isa", "threads",
+  std::printf("%-18s %-8s %-7s %7s %10s\n", "m x n x k", "isa", "B", "threads",
               "GFLOP/s");
   for (const Shape &s : shapes) {
     std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
@@ -72,28 +119,35 @@ int main() {
     std::snprintf(name, sizeof(name), "%lldx%lldx%lld", (long long)s.m,
                   (long long)s.n, (long long)s.k);
 
-    for (GemmIsa isa : {GemmIsa::Generic, GemmIsa::Avx2, GemmIsa::Avx512}) {
-      if (isa > best)
-        continue;
-      setGemmIsa(isa);
-      for (int threads : {1, 2}) {
-        std::unique_ptr<ThreadPool> pool;
-        if (threads > 1)
-          pool = std::make_unique<ThreadPool>(threads);
-        const double seconds = bestSeconds([&] {
-          sgemm(s.m, s.n, s.k, a.data(), s.k, b.data(), s.n, false, c.data(),
-                s.n, pool.get());
-        });
-        std::printf("%-18s %-8s %7d %10.1f\n", name, gemmIsaName(isa), threads,
-                    flops / seconds * 1e-9);
+    for (GemmLayout layout :
+         {GemmLayout::RowMajor, GemmLayout::Transposed, GemmLayout::Panels}) {
+      int64_t ldb = 0;
+      const std::vector<float> stored = layOut(b, s, layout, ldb);
+      for (GemmIsa isa : {GemmIsa::Generic, GemmIsa::Avx2, GemmIsa::Avx512}) {
+        if (isa > best)
+          continue;
+        setGemmIsa(isa);
+        for (int threads : {1, 2}) {
+          std::unique_ptr<ThreadPool> pool;
+          if (threads > 1)
+            pool = std::make_unique<ThreadPool>(threads);
+          const double seconds = bestSeconds([&] {
+            sgemm(s.m, s.n, s.k, a.data(), s.k, stored.data(), ldb, layout,
+                  c.data(), s.n, pool.get());
+          });
+          std::printf("%-18s %-8s %-7s %7d %10.1f\n", name, gemmIsaName(isa),
+                      layoutName(layout), threads, flops / seconds * 1e-9);
+        }
       }
     }
+    if (s.m < 64)
+      continue; // the naive loop only as a reference point for big products
     using Clock = std::chrono::steady_clock;
     const Clock::time_point start = Clock::now();
     naiveGemm(s, a.data(), b.data(), c.data());
     const double seconds =
         std::chrono::duration<double>(Clock::now() - start).count();
-    std::printf("%-18s %-8s %7d %10.1f\n", name, "naive", 1,
+    std::printf("%-18s %-8s %-7s %7d %10.1f\n", name, "naive", "k x n", 1,
                 flops / seconds * 1e-9);
   }
   return 0;

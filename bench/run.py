@@ -1,9 +1,10 @@
 """Runs Kiln and ONNX Runtime side by side on the models/ exports: same
 models, same inputs, same thread count, one process after the other in the
-same run. Kiln runs four builds: every optimization, `--disable=fusion`,
-`--disable=fuse-gemm-epilogues` and `--disable=memory-plan`, so that the
-effects of the fusions, of the GEMM epilogues alone and of memory planning
-are measured in the same run. Each build declares the dim bounds the
+same run. Kiln runs five builds: every optimization, `--disable=fusion`,
+`--disable=fuse-gemm-epilogues`, `--disable=pack-weights` and
+`--disable=memory-plan`, so that the effects of the fusions, of the GEMM
+epilogues alone, of weight packing and of memory planning are measured in
+the same run. Each build declares the dim bounds the
 cases need (batch <= 8, sequence <= 128, 256 positions). Each case runs
 every build and ONNX Runtime in turn, `--rounds` times over, and keeps each
 one's lowest median: the VMs this runs on change speed by tens of percent
@@ -41,13 +42,17 @@ CASES = [
     ("llama_tiny", 8, 1, 127, "decode"),
 ]
 # The artifacts each case runs: every optimization on, every fusion off, the
-# GEMM epilogues off, and memory planning off.
+# GEMM epilogues off, weight packing off, and memory planning off.
 VARIANTS = {"fused": [], "unfused": ["--disable=fusion"],
             "no_epilogues": ["--disable=fuse-gemm-epilogues"],
+            "unpacked": ["--disable=pack-weights"],
             "unplanned": ["--disable=memory-plan"]}
-# The time-ratio columns: (heading, variant), each the variant's median over
-# the fused build's.
-RATIOS = [("fusion", "unfused"), ("epil.", "no_epilogues"), ("plan", "unplanned")]
+# The time-ratio columns: (heading, variant, JSON key), each the variant's
+# median over the fused build's.
+RATIOS = [("fusion", "unfused", "fusion_speedup"),
+          ("epil.", "no_epilogues", "epilogue_speedup"),
+          ("pack", "unpacked", "packing_speedup"),
+          ("plan", "unplanned", "planning_speedup")]
 # The bounds every build declares; the decoders' past and total lengths are
 # bounded by their 256 positions.
 DIM_BOUNDS = {
@@ -93,7 +98,8 @@ def main():
     results = []
     header = (f"{'model':<11} {'case':<8} {'shape (b, s, past)':<19} "
               f"{'kiln ms':>8} "
-              + "".join(f"{variant[:8]:>9} {heading:>6} " for heading, variant in RATIOS)
+              + "".join(f"{variant[:8]:>9} {heading:>6} "
+                        for heading, variant, _ in RATIOS)
               + f"{'ORT ms':>8} {'ORT/kiln':>8} {'kiln MB':>8} "
               f"{'unpl. MB':>8} {'arena MB':>8} {'wts MB':>7} {'ORT MB':>7}")
     print(f"threads: {args.threads}, runs: {runs} per process, "
@@ -122,28 +128,26 @@ def main():
         memory = harness.artifact_memory(artifacts[model, "fused"])
         ratio = ort["median_ms"] / fused["median_ms"]
         speedups = {variant: kiln[variant]["median_ms"] / fused["median_ms"]
-                    for _, variant in RATIOS}
+                    for _, variant, _ in RATIOS}
         shape = f"({batch}, {sequence}, {past})"
         megabytes = 1 << 20
         print(f"{model:<11} {kind:<8} {shape:<19} {fused['median_ms']:>8.3f} "
               + "".join(f"{kiln[variant]['median_ms']:>9.3f} {speedups[variant]:>6.2f} "
-                        for _, variant in RATIOS)
+                        for _, variant, _ in RATIOS)
               + f"{ort['median_ms']:>8.3f} {ratio:>8.2f} {fused['max_rss_mb']:>8.1f} "
               f"{kiln['unplanned']['max_rss_mb']:>8.1f} "
               f"{memory['arena_bytes'] / megabytes:>8.2f} "
               f"{memory['weights_bytes'] / megabytes:>7.2f} {ort['max_rss_mb']:>7.1f}")
         results.append({"model": model, "case": kind, "batch": batch,
                         "sequence": sequence, "past": past, "kiln": fused,
-                        "kiln_unfused": kiln["unfused"],
-                        "kiln_no_epilogues": kiln["no_epilogues"],
-                        "kiln_unplanned": kiln["unplanned"],
+                        **{f"kiln_{variant}": kiln[variant]
+                           for _, variant, _ in RATIOS},
                         "kiln_artifact": memory, "onnxruntime": ort,
                         "ort_over_kiln": ratio,
-                        "fusion_speedup": speedups["unfused"],
-                        "epilogue_speedup": speedups["no_epilogues"],
-                        "planning_speedup": speedups["unplanned"]})
-    print("fusion = unfused / kiln, epil. = no_epilogues / kiln and plan = "
-          "unplanned / kiln (time ratios); "
+                        **{key: speedups[variant]
+                           for _, variant, key in RATIOS}})
+    print("fusion = unfused / kiln, epil. = no_epilogues / kiln, pack = "
+          "unpacked / kiln and plan = unplanned / kiln (time ratios); "
           "ORT/kiln > 1 means kiln is faster; kiln MB and ORT MB = peak RSS of "
           "the process (kiln-run, or Node.js running ORT), which includes the "
           "arena and the weights pages touched; arena and wts = the artifact's "

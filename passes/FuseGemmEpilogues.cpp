@@ -63,10 +63,10 @@ struct Product {
     fill(next);
     return rewriter.create<LinearOp>(
         loc, type, next.input, next.weight, next.bias,
-        next.activation ? ActivationAttr::get(rewriter.getContext(),
-                                              *next.activation)
-                        : ActivationAttr(),
-        next.gate, next.residual, next.transposeB);
+        next.activation
+            ? ActivationAttr::get(rewriter.getContext(), *next.activation)
+            : ActivationAttr(),
+        next.gate, next.residual, next.transposeB, /*packed=*/false);
   }
 };
 
@@ -86,6 +86,10 @@ std::optional<Product> productBefore(Value value, Stage stage) {
     product.weight = matmul.getRhs();
     product.transposeB = matmul.getTransposeB();
   } else if (auto linear = dyn_cast<LinearOp>(op)) {
+    // kiln-pack-weights runs after this pass; a packed linear has the static
+    // N that a fused op taking the root's type could lose.
+    if (linear.getPacked())
+      return std::nullopt;
     product.input = linear.getInput();
     product.weight = linear.getWeight();
     product.bias = linear.getBias();

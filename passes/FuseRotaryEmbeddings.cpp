@@ -61,7 +61,8 @@ bool isSliceOfLastAxis(Value value, Value x, int64_t width, int64_t begin,
 bool isRotateHalf(Value value, Value x, int64_t width) {
   auto concat = singleUseProducer<ConcatOp>(value);
   int64_t lastAxis = cast<RankedTensorType>(x.getType()).getRank() - 1;
-  if (!concat || concat.getAxis() != lastAxis || concat.getInputs().size() != 2)
+  if (!concat || static_cast<int64_t>(concat.getAxis()) != lastAxis ||
+      concat.getInputs().size() != 2)
     return false;
   auto negated = singleUseProducer<NegOp>(concat.getInputs()[0]);
   return negated &&

@@ -23,6 +23,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
       {"fuse-rotary", &fuseRotary, true},
       {"fuse-gemm-epilogues", &fuseGemmEpilogues, true},
       {"fuse-elementwise", &fuseElementwise, true},
+      {"pack-weights", &packWeights, false},
       {"memory-plan", &planMemory, false},
   };
   llvm::SmallVector<llvm::StringRef> list;
@@ -68,13 +69,16 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
     func.addPass(createKilnFuseRotaryEmbeddings());
   if (options.fuseGemmEpilogues)
     func.addPass(createKilnFuseGemmEpilogues());
+  if (options.packWeights)
+    func.addPass(createKilnPackWeights());
   func.addPass(createCanonicalizerPass());
 }
 
 void registerKilnGraphPipeline() {
   PassPipelineRegistration<>(
       "kiln-optimize-graph",
-      "Runs every kiln graph optimization (folding, fusions) on kiln IR",
+      "Runs every kiln graph optimization (folding, fusions, weight packing) "
+      "on kiln IR",
       [](OpPassManager &pm) { buildGraphOptimizationPipeline(pm); });
 }
 

@@ -31,14 +31,17 @@ struct OptimizationOptions {
   /// linalg's elementwise fusion after the lowering (chains of elementwise
   /// ops into one loop); it belongs to the tensor lowering pipeline.
   bool fuseElementwise = true;
+  /// Constant weights laid out for the CPU GEMM microkernels
+  /// (kiln-pack-weights), after the fusions.
+  bool packWeights = true;
   /// Static memory planning after bufferization (kiln-plan-memory); it
   /// belongs to each target's lowering pipeline.
   bool planMemory = true;
 
   /// Turns off the comma-separated `names`: "constant-fold", "fusion" (every
   /// fusion), "fuse-attention", "fuse-normalizations", "fuse-activations",
-  /// "fuse-rotary", "fuse-gemm-epilogues", "fuse-elementwise" or
-  /// "memory-plan". False, with `error` naming it, on an
+  /// "fuse-rotary", "fuse-gemm-epilogues", "fuse-elementwise",
+  /// "pack-weights" or "memory-plan". False, with `error` naming it, on an
   /// unknown name.
   bool disable(llvm::StringRef names, std::string &error);
 };
@@ -46,7 +49,8 @@ struct OptimizationOptions {
 /// The kiln-to-kiln passes that `options` enables, between two
 /// canonicalizations: constant folding, then the fusions in the order
 /// attention, normalizations, activations, rotary embeddings, GEMM
-/// epilogues (which absorb the activations). `kilnc --emit=optimized` prints
+/// epilogues (which absorb the activations), then weight packing.
+/// `kilnc --emit=optimized` prints
 /// its result, which is what the lowering starts from.
 void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,
                                     const OptimizationOptions &options = {});

@@ -241,7 +241,7 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
     product while it is in cache, instead of in separate passes over memory.
 
     It does not fire when the product or the reshape has another user, when
-    the weight is not 2-D, for element types other than f32, when the bias
+    the weight is not 2-D or is already packed, for element types other than f32, when the bias
     is not [N], when a stage comes out of the epilogue's order, or when the
     gate or residual could broadcast against the product: a static 1 on one
     side only. (A dynamic size that would broadcast fails at run time in
@@ -262,6 +262,44 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
     ```
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::func::FuncOp"> {
+  let summary = "Lays constant weights out as the CPU GEMM microkernels read them";
+  let description = [{
+    Rewrites each constant 2-D f32 weight whose every use is a product by it
+    (a `kiln.linear`, or a `kiln.matmul` with it on the right) into the
+    layout that the CPU backend's microkernels read: the columns in panels
+    of 64, each panel K rows of 64 floats, the last padded with zeros
+    (`kiln.linear`'s `packed`). A transposed weight is transposed here.
+    The runtime then neither packs nor transposes it on each call, and a
+    product of a few rows (a decode step) streams each panel in order.
+    Every product becomes a `kiln.linear {packed}`; a `kiln.matmul` one
+    without an epilogue.
+
+    It leaves a weight alone when it has another kind of user (the table of
+    a tied embedding that a gather also reads), when its products disagree
+    on transposition, when it is not f32, when its data is not at hand, or
+    when padding N columns to whole panels would add more than
+    `max-padding-percent` of N (a [K, 32] weight doubles): the runtime packs
+    those on each call, as before. Runs after the fusions, whose patterns
+    match products by weights in their ONNX layout.
+
+    Example:
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<64x172xf32>
+    %y = kiln.matmul %x, %w : (tensor<?x64xf32>, tensor<64x172xf32>) -> tensor<?x172xf32>
+    // becomes
+    %wp = kiln.constant dense<...> : tensor<3x64x64xf32>
+    %y = kiln.linear %x, %wp {packed} : (tensor<?x64xf32>, tensor<3x64x64xf32>) -> tensor<?x172xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxPaddingPercent", "max-padding-percent", "int64_t", /*default=*/"25",
+           "The most zero columns a packed weight may add, in percent of its columns">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
 #endif // KILN_PASSES_PASSES_TD

@@ -204,18 +204,25 @@ private:
         return next(reshape.getInput(), dim);
       return here;
     }
-    if (isa<MatMulOp, LinearOp>(op)) {
-      Value rows = op->getOperand(0), columns = op->getOperand(1);
-      if (rankOf(columns) != 2 || dim == rank - 1)
+    // A product's rows are its input's, whatever the weight's layout; a
+    // matmul by a batch of matrices may broadcast them.
+    if (auto linear = dyn_cast<LinearOp>(op))
+      return dim == rank - 1 ? here : next(linear.getInput(), dim);
+    if (auto matmul = dyn_cast<MatMulOp>(op)) {
+      if (rankOf(matmul.getRhs()) != 2 || dim == rank - 1)
         return here;
-      return next(rows, dim);
+      return next(matmul.getLhs(), dim);
     }
     if (auto attention = dyn_cast<AttentionOp>(op))
       return dim < 3 ? next(attention.getQuery(), dim) : here;
     if (auto split = dyn_cast<SplitOp>(op))
-      return dim == split.getAxis() ? here : next(split.getInput(), dim);
+      return dim == static_cast<int64_t>(split.getAxis())
+                 ? here
+                 : next(split.getInput(), dim);
     if (auto concat = dyn_cast<ConcatOp>(op))
-      return dim == concat.getAxis() ? here : next(concat.getInputs()[0], dim);
+      return dim == static_cast<int64_t>(concat.getAxis())
+                 ? here
+                 : next(concat.getInputs()[0], dim);
     if (op->hasTrait<OpTrait::ResultsBroadcastableShape>()) {
       // The result's size is the operands' where they agree; an operand of
       // static size 1, or without the dim, broadcasts and does not count.

@@ -174,9 +174,8 @@ std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
         return one(Shape(shape));
       })
       .Case([&](LinearOp linear) {
-        Shape shape = shapeOf(linear.getInput()),
-              weight = shapeOf(linear.getWeight());
-        shape.back() = weight[linear.getTransposeB() ? 0 : 1];
+        Shape shape = shapeOf(linear.getInput());
+        shape.back() = linear.getWeightSizes().second;
         return one(shape);
       })
       .Case([&](AttentionOp attention) {

@@ -20,6 +20,11 @@ constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
 constexpr llvm::StringLiteral kLinearUkernel = "kiln_ukernel_linear";
 constexpr llvm::StringLiteral kAttentionUkernel = "kiln_ukernel_attention";
 
+/// How kiln_ukernel_linear's weight is laid out (its `b_layout`): [K, N] or
+/// [N, K] rows, or kiln.linear's packed panels. The runtime's
+/// kiln::rt::GemmLayout: keep the two in step.
+enum class WeightLayout : int64_t { RowMajor = 0, Transposed = 1, Panels = 2 };
+
 /// A memref as a microkernel receives it.
 struct UkernelBuffer {
   mlir::Value pointer; // !llvm.ptr to the first element (offset applied)

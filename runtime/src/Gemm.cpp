@@ -4,8 +4,10 @@
 // broadcasts A against rows of B: for each kc-deep slice of k, a block of up
 // to mc rows of A is packed once, then each kc×nc panel of B is packed (it
 // stays in L2) and every mr-row strip of the A block (in L1 while in use) is
-// swept across the panel's nr-column strips. Threads get disjoint tiles of C
-// and pack their own panels, so they never synchronize inside a product.
+// swept across the panel's nr-column strips. A B that the compiler packed
+// (GemmLayout::Panels) is already in strips and is read in place. Threads
+// get disjoint tiles of C and pack their own panels, so they never
+// synchronize inside a product.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Gemm.h"
@@ -34,10 +36,10 @@ constexpr int64_t kGenericMr = 8;
 constexpr int64_t kGenericNr = 8;
 
 void genericMicrokernel(int64_t k, const float *packedA, const float *packedB,
-                        float *c, int64_t ldc, int64_t rows, int64_t cols,
-                        bool accumulate) {
+                        int64_t ldb, float *c, int64_t ldc, int64_t rows,
+                        int64_t cols, bool accumulate) {
   float acc[kGenericMr][kGenericNr] = {};
-  for (int64_t p = 0; p < k; ++p, packedA += kGenericMr, packedB += kGenericNr)
+  for (int64_t p = 0; p < k; ++p, packedA += kGenericMr, packedB += ldb)
     for (int64_t r = 0; r < kGenericMr; ++r)
       for (int64_t j = 0; j < kGenericNr; ++j)
         acc[r][j] += packedA[r] * packedB[j];
@@ -64,6 +66,10 @@ void genericDirect(int64_t k, const float *a, int64_t lda, const float *b,
       row[j] = accumulate ? row[j] + acc[r][j] : acc[r][j];
   }
 }
+
+static_assert(kWeightPanelWidth % kGenericNr == 0 &&
+                  kWeightPanelWidth % kGenericDirectCols == 0,
+              "a strip must lie inside one panel of a packed weight");
 
 constexpr detail::GemmMicrokernel genericMicrokernelInfo{
     genericMicrokernel, kGenericMr,    kGenericNr,        /*kc=*/256,
@@ -143,7 +149,7 @@ struct GemmOperands {
   int64_t lda;
   const float *b;
   int64_t ldb;
-  bool transposeB;
+  GemmLayout bLayout;
   float *c;
   int64_t ldc;
   bool accumulate; // into C's values rather than over them
@@ -155,6 +161,13 @@ struct GemmOperands {
   void finishTile(int64_t row, int64_t rows, int64_t col, int64_t cols) const {
     if (finish)
       finish(epilogue, c + row * ldc + col, ldc, row, rows, col, cols);
+  }
+
+  /// B[p][j] of a packed B; the strip of columns from j lies in one panel
+  /// when j is a multiple of the strip width, which divides the panels'.
+  const float *panelAt(int64_t p, int64_t j) const {
+    return b + j / kWeightPanelWidth * ldb + p * kWeightPanelWidth +
+           j % kWeightPanelWidth;
   }
 };
 
@@ -197,7 +210,7 @@ void packBPanel(const GemmOperands &g, int64_t p0, int64_t kc, int64_t j0,
                 int64_t nc, int64_t nr, float *packed) {
   for (int64_t js = 0; js < nc; js += nr, packed += kc * nr) {
     const int64_t width = std::min(nr, nc - js);
-    if (g.transposeB) {
+    if (g.bLayout == GemmLayout::Transposed) {
       // Stored n×k: the strip's columns are rows in memory.
       transposeRows(g.b + (j0 + js) * g.ldb + p0, g.ldb, width, kc, nr, packed);
     } else {
@@ -233,9 +246,11 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   // Whole strips, so that the packed block and panel fit their buffers.
   const int64_t mc = ceilDiv(std::min(kernel.mc, rowEnd - rowBegin), mr) * mr;
   const int64_t nc = ceilDiv(std::min(kernel.nc, colEnd - colBegin), nr) * nr;
+  // A packed B is read in place; other layouts are packed panel by panel.
+  const bool prepacked = g.bLayout == GemmLayout::Panels;
   thread_local PackBuffer aBlockBuffer, bPanelBuffer;
   float *aBlock = aBlockBuffer.reserve(mc * kc);
-  float *bPanel = bPanelBuffer.reserve(kc * nc);
+  float *bPanel = prepacked ? nullptr : bPanelBuffer.reserve(kc * nc);
 
   for (int64_t p0 = 0; p0 < g.k; p0 += kc) {
     const int64_t depth = std::min(kc, g.k - p0);
@@ -248,12 +263,16 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
       packABlock(g, i0, blockRows, p0, depth, mr, aBlock);
       for (int64_t j0 = colBegin; j0 < colEnd; j0 += nc) {
         const int64_t panelCols = std::min(nc, colEnd - j0);
-        packBPanel(g, p0, depth, j0, panelCols, nr, bPanel);
+        if (!prepacked)
+          packBPanel(g, p0, depth, j0, panelCols, nr, bPanel);
         for (int64_t is = 0; is < blockRows; is += mr)
           for (int64_t js = 0; js < panelCols; js += nr) {
             const int64_t rows = std::min(mr, blockRows - is);
             const int64_t cols = std::min(nr, panelCols - js);
-            kernel.run(depth, aBlock + is * depth, bPanel + js * depth,
+            const float *strip =
+                prepacked ? g.panelAt(p0, j0 + js) : bPanel + js * depth;
+            kernel.run(depth, aBlock + is * depth, strip,
+                       prepacked ? kWeightPanelWidth : nr,
                        g.c + (i0 + is) * g.ldc + j0 + js, g.ldc, rows, cols,
                        accumulate);
             if (last)
@@ -264,9 +283,9 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   }
 }
 
-/// C = (accumulate ? C : 0) + A·B, then the epilogue, for m <= kDirectRows, B not transposed,
-/// one strip of directCols columns at a time, split over the pool when the
-/// product is big enough (a wide output layer).
+/// C = (accumulate ? C : 0) + A·B, then the epilogue, for m <= kDirectRows
+/// and B not transposed, one strip of directCols columns at a time, split
+/// over the pool when the product is big enough (a wide output layer).
 void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
                 int64_t m, int64_t n, ThreadPool *pool) {
   const int64_t strips = ceilDiv(n, kernel.directCols);
@@ -274,8 +293,12 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
     for (int64_t strip = begin; strip < end; ++strip) {
       const int64_t j = strip * kernel.directCols;
       const int64_t cols = std::min(kernel.directCols, n - j);
-      kernel.runDirect(g.k, g.a, g.lda, g.b + j, g.ldb, g.c + j, g.ldc, m,
-                       cols, g.accumulate);
+      if (g.bLayout == GemmLayout::Panels)
+        kernel.runDirect(g.k, g.a, g.lda, g.panelAt(0, j), kWeightPanelWidth,
+                         g.c + j, g.ldc, m, cols, g.accumulate);
+      else
+        kernel.runDirect(g.k, g.a, g.lda, g.b + j, g.ldb, g.c + j, g.ldc, m,
+                         cols, g.accumulate);
       g.finishTile(0, m, j, cols);
     }
   };
@@ -400,14 +423,23 @@ void setGemmIsa(GemmIsa isa) {
 }
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-           const float *b, int64_t ldb, bool transposeB, float *c, int64_t ldc,
-           ThreadPool *pool, bool accumulate, const GemmEpilogue &epilogue) {
+           const float *b, int64_t ldb, GemmLayout bLayout, float *c,
+           int64_t ldc, ThreadPool *pool, bool accumulate,
+           const GemmEpilogue &epilogue) {
   if (m <= 0 || n <= 0)
     return;
   const GemmIsa isa = activeGemmIsa();
   const GemmOperands operands{
-      k,   a,   lda,        b,       ldb,
-      transposeB, c, ldc, accumulate, epilogue,
+      k,
+      a,
+      lda,
+      b,
+      ldb,
+      bLayout,
+      c,
+      ldc,
+      accumulate,
+      epilogue,
       epilogue.empty() ? nullptr
                        : detail::epilogueRunnerFor(isa, epilogue.activation)};
   if (k <= 0) {
@@ -418,7 +450,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
     return;
   }
   const detail::GemmMicrokernel &kernel = microkernelFor(isa);
-  if (!transposeB && m <= detail::kDirectRows) {
+  if (bLayout != GemmLayout::Transposed && m <= detail::kDirectRows) {
     directGemm(kernel, operands, m, n, pool);
     return;
   }
@@ -446,23 +478,27 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 extern "C" void kiln_rt_trap(const char *message);
 
 extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
-                                    const float *a, int64_t lda,
-                                    const float *b, int64_t ldb,
-                                    int64_t transpose_b, const float *bias,
-                                    int64_t activation, const float *gate,
-                                    int64_t ldg, const float *residual,
-                                    int64_t ldr, float *c, int64_t ldc) {
+                                    const float *a, int64_t lda, const float *b,
+                                    int64_t ldb, int64_t b_layout,
+                                    const float *bias, int64_t activation,
+                                    const float *gate, int64_t ldg,
+                                    const float *residual, int64_t ldr,
+                                    float *c, int64_t ldc) {
   using namespace kiln::rt;
   // Before anything with a destructor exists: the trap jumps over this frame.
   if (activation < static_cast<int64_t>(GemmActivation::None) ||
       activation > static_cast<int64_t>(GemmActivation::Silu))
     kiln_rt_trap("kiln_ukernel_linear: unknown activation code (the code was "
                  "compiled for a newer runtime)");
+  if (b_layout < static_cast<int64_t>(GemmLayout::RowMajor) ||
+      b_layout > static_cast<int64_t>(GemmLayout::Panels))
+    kiln_rt_trap("kiln_ukernel_linear: unknown weight layout code (the code "
+                 "was compiled for a newer runtime)");
   const GemmEpilogue epilogue{bias,     static_cast<GemmActivation>(activation),
                               gate,     ldg,
                               residual, ldr};
-  sgemm(m, n, k, a, lda, b, ldb, transpose_b != 0, c, ldc, currentThreadPool(),
-        /*accumulate=*/false, epilogue);
+  sgemm(m, n, k, a, lda, b, ldb, static_cast<GemmLayout>(b_layout), c, ldc,
+        currentThreadPool(), /*accumulate=*/false, epilogue);
 }
 
 extern "C" void kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n,
@@ -476,8 +512,8 @@ extern "C" void kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n,
   ThreadPool *pool = currentThreadPool();
   auto multiply = [&](int64_t i, ThreadPool *innerPool) {
     sgemm(m, n, k, a + i * a_batch_stride, lda, b + i * b_batch_stride, ldb,
-          transpose_b != 0, c + i * c_batch_stride, ldc, innerPool,
-          accumulate != 0);
+          transpose_b != 0 ? GemmLayout::Transposed : GemmLayout::RowMajor,
+          c + i * c_batch_stride, ldc, innerPool, accumulate != 0);
   };
   const bool worthSplitting =
       threadsWorthUsing(pool, static_cast<double>(batch) * m * n * k) > 1;

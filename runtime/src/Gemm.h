@@ -33,6 +33,24 @@ void setGemmIsa(GemmIsa isa);
 /// less work than waking it costs.
 int threadsWorthUsing(ThreadPool *pool, double multiplyAdds);
 
+/// How sgemm's B (k×n in the product) is stored. The values are
+/// kiln_ukernel_linear's `b_layout`, which generated code passes as the
+/// compiler's WeightLayout: keep the two in step.
+enum class GemmLayout : int64_t {
+  RowMajor = 0,   // k rows of n, ldb apart
+  Transposed = 1, // n rows of k, ldb apart: the product is by its transpose
+  // ceil(n / kWeightPanelWidth) panels, ldb apart, each k rows of
+  // kWeightPanelWidth floats: column j of B is column j % W of panel j / W,
+  // zeros past n. kiln-pack-weights lays constant weights out so, and the
+  // microkernels read it in place.
+  Panels = 2,
+};
+
+/// Columns per panel of GemmLayout::Panels: a multiple of every
+/// microkernel's strip width. The compiler's LinearOp::kPanelWidth: keep the
+/// two in step.
+constexpr int64_t kWeightPanelWidth = 64;
+
 /// The activation of a GEMM epilogue. The values are kiln_ukernel_linear's
 /// `activation` argument, which generated code passes as the kiln dialect's
 /// Activation enum: keep the two in step.
@@ -62,8 +80,8 @@ struct GemmEpilogue {
   }
 };
 
-/// C = A·B, or C = A·Bᵀ when transposeB, for row-major m×k A and m×n C, and B
-/// k×n (or n×k when transposeB); with `accumulate`, C += the product instead;
+/// C = A·B for row-major m×k A and m×n C, and B k×n as `bLayout` says; with
+/// `accumulate`, C += the product instead;
 /// then `epilogue` on the result. Leading dimensions are in elements and may
 /// exceed the logical row width. Without `accumulate` C is overwritten (zeros
 /// when k == 0). C must not overlap A, B or the epilogue's operands. Splits
@@ -71,8 +89,8 @@ struct GemmEpilogue {
 /// Accumulates in f32 (with FMA where the ISA has it), in the same order
 /// whatever the pool, so results do not depend on the thread count.
 void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-           const float *b, int64_t ldb, bool transposeB, float *c, int64_t ldc,
-           ThreadPool *pool, bool accumulate = false,
+           const float *b, int64_t ldb, GemmLayout bLayout, float *c,
+           int64_t ldc, ThreadPool *pool, bool accumulate = false,
            const GemmEpilogue &epilogue = {});
 
 namespace detail {
@@ -82,10 +100,12 @@ namespace detail {
 struct GemmMicrokernel {
   /// Computes C[0:rows, 0:cols] = (accumulate ? C : 0) + Ap·Bp, where Ap is an
   /// mr×k strip of A packed column by column (mr floats per step of k, rows
-  /// past `rows` zero) and Bp a k×nr strip of B packed row by row (nr floats
-  /// per step of k, columns past `cols` zero). rows <= mr, cols <= nr.
-  void (*run)(int64_t k, const float *packedA, const float *packedB, float *c,
-              int64_t ldc, int64_t rows, int64_t cols, bool accumulate);
+  /// past `rows` zero) and Bp a k×nr strip of B row by row (nr floats per
+  /// step of k, ldb apart, columns past `cols` finite). rows <= mr,
+  /// cols <= nr.
+  void (*run)(int64_t k, const float *packedA, const float *packedB,
+              int64_t ldb, float *c, int64_t ldc, int64_t rows, int64_t cols,
+              bool accumulate);
   int64_t mr;
   int64_t nr;
   /// A kc×nc panel of packed B stays in L2 while mr×kc strips of A pass
@@ -139,16 +159,17 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                    int64_t transpose_b, float *c, int64_t c_batch_stride,
                    int64_t ldc, int64_t accumulate);
 
-/// The GEMM with an epilogue that compiled model code calls for a fused
+/// The GEMM with an epilogue that compiled model code calls for a
 /// kiln.linear: C = activation(A·B + bias) · gate + residual, as
-/// kiln::rt::sgemm with a GemmEpilogue. `bias` (n floats), `gate` (m×n,
-/// leading dimension ldg) and `residual` (m×n, ldr) may be null;
-/// `activation` is a GemmActivation value. Runs on currentThreadPool().
+/// kiln::rt::sgemm with a GemmEpilogue. `b_layout` is a GemmLayout value;
+/// `bias` (n floats), `gate` (m×n, leading dimension ldg) and `residual`
+/// (m×n, ldr) may be null; `activation` is a GemmActivation value. Runs on
+/// currentThreadPool().
 extern "C" __attribute__((visibility("default"))) void
 kiln_ukernel_linear(int64_t m, int64_t n, int64_t k, const float *a,
-                    int64_t lda, const float *b, int64_t ldb,
-                    int64_t transpose_b, const float *bias, int64_t activation,
-                    const float *gate, int64_t ldg, const float *residual,
-                    int64_t ldr, float *c, int64_t ldc);
+                    int64_t lda, const float *b, int64_t ldb, int64_t b_layout,
+                    const float *bias, int64_t activation, const float *gate,
+                    int64_t ldg, const float *residual, int64_t ldr, float *c,
+                    int64_t ldc);
 
 #endif // KILN_RUNTIME_GEMM_H

@@ -28,8 +28,8 @@ __attribute__((target("avx2"))) __m256i laneMask(int64_t columns) {
 }
 
 __attribute__((target("avx2,fma"))) void
-avx2Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
-           int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
+avx2Kernel(int64_t k, const float *packedA, const float *packedB, int64_t ldb,
+           float *c, int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
   __m256 acc[kRows][2];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r)
@@ -46,7 +46,7 @@ avx2Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
     _mm_prefetch(row + kColumns * sizeof(float) - 1, _MM_HINT_T0);
   }
 
-  for (int64_t p = 0; p < k; ++p, packedA += kRows, packedB += kColumns) {
+  for (int64_t p = 0; p < k; ++p, packedA += kRows, packedB += ldb) {
     const __m256 b0 = _mm256_loadu_ps(packedB);
     const __m256 b1 = _mm256_loadu_ps(packedB + kLanes);
 #pragma GCC unroll 8
@@ -145,15 +145,18 @@ avx2Direct(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
   }
 }
 
+static_assert(kWeightPanelWidth % kColumns == 0 &&
+                  kWeightPanelWidth % kDirectColumns == 0,
+              "a strip must lie inside one panel of a packed weight");
 static_assert(kDirectRows == 4, "avx2Direct handles 1 to 4 rows");
 
 } // namespace
 
 // A 256×128 panel of B (128 KB) fits in the 256 KB L2 of the smallest AVX2
 // cores with room for the C rows and A strips (6 KB each) passing through.
-const GemmMicrokernel avx2Microkernel{
-    avx2Kernel, kRows,      kColumns,      /*kc=*/256, /*mc=*/960,
-    /*nc=*/128, avx2Direct, kDirectColumns};
+const GemmMicrokernel avx2Microkernel{avx2Kernel, kRows,      kColumns,
+                                      /*kc=*/256, /*mc=*/960,
+                                      /*nc=*/128, avx2Direct, kDirectColumns};
 
 } // namespace kiln::rt::detail
 

@@ -26,8 +26,9 @@ __mmask16 laneMask(int64_t columns) {
 }
 
 __attribute__((target("avx512f"))) void
-avx512Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
-             int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
+avx512Kernel(int64_t k, const float *packedA, const float *packedB, int64_t ldb,
+             float *c, int64_t ldc, int64_t rows, int64_t cols,
+             bool accumulate) {
   __m512 acc[kRows][2];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r)
@@ -45,7 +46,7 @@ avx512Kernel(int64_t k, const float *packedA, const float *packedB, float *c,
     _mm_prefetch(row + kColumns * sizeof(float) - 1, _MM_HINT_T0);
   }
 
-  for (int64_t p = 0; p < k; ++p, packedA += kRows, packedB += kColumns) {
+  for (int64_t p = 0; p < k; ++p, packedA += kRows, packedB += ldb) {
     const __m512 b0 = _mm512_loadu_ps(packedB);
     const __m512 b1 = _mm512_loadu_ps(packedB + kLanes);
 #pragma GCC unroll 16
@@ -103,7 +104,8 @@ avx512DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
     for (int q = 0; q < kDirectVectors; ++q) {
       float *out = c + r * ldc + q * kLanes;
       if (accumulate)
-        acc[r][q] = _mm512_add_ps(acc[r][q], _mm512_maskz_loadu_ps(mask[q], out));
+        acc[r][q] =
+            _mm512_add_ps(acc[r][q], _mm512_maskz_loadu_ps(mask[q], out));
       _mm512_mask_storeu_ps(out, mask[q], acc[r][q]);
     }
 }
@@ -124,6 +126,9 @@ avx512Direct(int64_t k, const float *a, int64_t lda, const float *b,
   }
 }
 
+static_assert(kWeightPanelWidth % kColumns == 0 &&
+                  kWeightPanelWidth % kDirectColumns == 0,
+              "a strip must lie inside one panel of a packed weight");
 static_assert(kDirectRows == 4, "avx512Direct handles 1 to 4 rows");
 
 } // namespace

@@ -20,6 +20,21 @@ func.func @bias_gelu_behind_reshape(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>
 
 // -----
 
+// Tests that a packed linear (kiln-pack-weights runs after the fusions) takes
+// no epilogue: the fused op would take the add's type, which may not keep
+// the static N that a packed weight needs.
+
+// CHECK-LABEL: func.func @no_fuse_into_packed
+//       CHECK: kiln.linear %{{.+}}, %{{.+}} {packed}
+//       CHECK: kiln.add
+func.func @no_fuse_into_packed(%x: tensor<?x8xf32>, %w: tensor<2x8x64xf32>, %r: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %p = kiln.linear %x, %w {packed} : (tensor<?x8xf32>, tensor<2x8x64xf32>) -> tensor<?x120xf32>
+  %y = kiln.add %p, %r : (tensor<?x120xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
 // Tests that a residual added behind the reshape that restores the rows is
 // fused when the reshape's target is provably the residual's shape (its
 // entries are the residual's dims and 64): the residual is reshaped to the

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace kiln::rt;
@@ -45,6 +46,69 @@ struct Matrix {
   float at(int64_t i, int64_t j) const { return data[i * ld + j]; }
 };
 
+/// A k×n B stored as `layout` says, random values in [-1, 1]: [k, n] or
+/// [n, k] rows with NaN in the padding between rows, or panels with `padding`
+/// rows of NaN between them and zeros past n in the last, as the layout
+/// requires.
+struct WeightMatrix {
+  GemmLayout layout;
+  Matrix stored; // the rows, [n, k] when transposed; the panels' source
+  std::vector<float> panels;
+  int64_t panelStride = 0;
+
+  WeightMatrix(GemmLayout layout, int64_t k, int64_t n, int64_t padding,
+               std::mt19937 &rng)
+      : WeightMatrix(layout,
+                     layout == GemmLayout::Transposed
+                         ? Matrix(n, k, padding, rng)
+                         : Matrix(k, n, padding, rng),
+                     padding) {}
+
+  /// `stored` in `layout`: as it is, or cut into panels.
+  WeightMatrix(GemmLayout layout, Matrix storedRows, int64_t padding)
+      : layout(layout), stored(std::move(storedRows)) {
+    if (layout != GemmLayout::Panels)
+      return;
+    const int64_t k = stored.rows, n = stored.cols;
+    const int64_t width = kWeightPanelWidth;
+    const int64_t count = (n + width - 1) / width;
+    panelStride = (k + padding) * width;
+    panels.assign(std::max<int64_t>(1, count * panelStride), kNaN);
+    for (int64_t panel = 0; panel < count; ++panel)
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t lane = 0; lane < width; ++lane) {
+          const int64_t j = panel * width + lane;
+          panels[panel * panelStride + p * width + lane] =
+              j < n ? stored.at(p, j) : 0.0f;
+        }
+  }
+  const float *data() const {
+    return layout == GemmLayout::Panels ? panels.data() : stored.data.data();
+  }
+  int64_t ld() const {
+    return layout == GemmLayout::Panels ? panelStride : stored.ld;
+  }
+  /// B[p][j] of the product.
+  float at(int64_t p, int64_t j) const {
+    return layout == GemmLayout::Transposed ? stored.at(j, p) : stored.at(p, j);
+  }
+};
+
+constexpr GemmLayout kAllLayouts[] = {
+    GemmLayout::RowMajor, GemmLayout::Transposed, GemmLayout::Panels};
+
+std::string layoutName(GemmLayout layout) {
+  switch (layout) {
+  case GemmLayout::Transposed:
+    return " transposed";
+  case GemmLayout::Panels:
+    return " panels";
+  case GemmLayout::RowMajor:
+    break;
+  }
+  return "";
+}
+
 struct Shape {
   int64_t m, n, k;
 };
@@ -54,18 +118,17 @@ std::string shapeName(const Shape &s) {
          std::to_string(s.k);
 }
 
-/// Checks C = A·B (or A·Bᵀ) against a double-precision product, relative to
-/// Σ|a·b|, the scale of the rounding error of any summation order; and that C's
+/// Checks C = A·B against a double-precision product, relative to Σ|a·b|,
+/// the scale of the rounding error of any summation order; and that C's
 /// padding was not written.
-void expectProduct(const Matrix &a, const Matrix &b, bool transposeB,
-                   const Matrix &c, const std::string &what) {
+void expectProduct(const Matrix &a, const WeightMatrix &b, const Matrix &c,
+                   const std::string &what) {
   int64_t mismatches = 0;
   for (int64_t i = 0; i < c.rows; ++i) {
     for (int64_t j = 0; j < c.cols; ++j) {
       double sum = 0, magnitude = 0;
       for (int64_t p = 0; p < a.cols; ++p) {
-        const double term =
-            double(a.at(i, p)) * (transposeB ? b.at(j, p) : b.at(p, j));
+        const double term = double(a.at(i, p)) * b.at(p, j);
         sum += term;
         magnitude += std::fabs(term);
       }
@@ -109,20 +172,19 @@ TEST_P(SgemmTest, MatchesDoubleReference) {
   ThreadPool twoThreads(2);
   std::mt19937 rng(42);
   for (const Shape &shape : shapes) {
-    for (bool transposeB : {false, true}) {
+    for (GemmLayout layout : kAllLayouts) {
       for (int64_t padding : {0, 3}) {
         const Matrix a(shape.m, shape.k, padding, rng);
-        const Matrix b = transposeB ? Matrix(shape.n, shape.k, padding, rng)
-                                    : Matrix(shape.k, shape.n, padding, rng);
+        const WeightMatrix b(layout, shape.k, shape.n, padding, rng);
         for (ThreadPool *pool :
              {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
           Matrix c(shape.m, shape.n, padding, rng);
           std::fill(c.data.begin(), c.data.end(), kNaN);
-          sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(),
-                b.ld, transposeB, c.data.data(), c.ld, pool);
-          expectProduct(a, b, transposeB, c,
-                        shapeName(shape) + (transposeB ? " transposeB" : "") +
-                            " padding " + std::to_string(padding) +
+          sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data(),
+                b.ld(), layout, c.data.data(), c.ld, pool);
+          expectProduct(a, b, c,
+                        shapeName(shape) + layoutName(layout) + " padding " +
+                            std::to_string(padding) +
                             (pool ? " 2 threads" : " serial"));
         }
       }
@@ -145,7 +207,8 @@ TEST_P(SgemmTest, AccumulatesIntoC) {
       const Matrix initial(shape.m, shape.n, 0, rng);
       Matrix c = initial;
       sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(), b.ld,
-            false, c.data.data(), c.ld, pool, /*accumulate=*/true);
+            GemmLayout::RowMajor, c.data.data(), c.ld, pool,
+            /*accumulate=*/true);
       // Subtracting C0 leaves the product, within the rounding of one add.
       Matrix product = c;
       for (int64_t i = 0; i < shape.m; ++i)
@@ -216,10 +279,9 @@ TEST_P(SgemmTest, AppliesEpilogue) {
         EpilogueCase{{301, 203, 100}, oneActivation},
         EpilogueCase{{4, 2048, 512}, oneActivation}}) {
     const Shape &shape = epilogueCase.shape;
-    for (bool transposeB : {false, true}) {
+    for (GemmLayout layout : kAllLayouts) {
       const Matrix a(shape.m, shape.k, 2, rng);
-      const Matrix b = transposeB ? Matrix(shape.n, shape.k, 1, rng)
-                                  : Matrix(shape.k, shape.n, 1, rng);
+      const WeightMatrix b(layout, shape.k, shape.n, 1, rng);
       const Matrix bias(1, shape.n, 0, rng), gate(shape.m, shape.n, 4, rng),
           residual(shape.m, shape.n, 5, rng);
       for (GemmActivation activation : epilogueCase.activations) {
@@ -234,22 +296,20 @@ TEST_P(SgemmTest, AppliesEpilogue) {
           epilogue.residual = withResidual ? residual.data.data() : nullptr;
           epilogue.ldr = residual.ld;
           const std::string what =
-              shapeName(shape) + (transposeB ? " transposeB" : "") +
-              " activation " + std::to_string(int(activation)) +
-              (withBias ? " bias" : "") + (withGate ? " gate" : "") +
-              (withResidual ? " residual" : "");
+              shapeName(shape) + layoutName(layout) + " activation " +
+              std::to_string(int(activation)) + (withBias ? " bias" : "") +
+              (withGate ? " gate" : "") + (withResidual ? " residual" : "");
           Matrix c(shape.m, shape.n, 3, rng);
           std::fill(c.data.begin(), c.data.end(), kNaN);
-          sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data.data(),
-                b.ld, transposeB, c.data.data(), c.ld, &twoThreads, false,
+          sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data(),
+                b.ld(), layout, c.data.data(), c.ld, &twoThreads, false,
                 epilogue);
           int64_t mismatches = 0;
           for (int64_t i = 0; i < shape.m; ++i) {
             for (int64_t j = 0; j < shape.n; ++j) {
               double sum = withBias ? bias.at(0, j) : 0, magnitude = 0;
               for (int64_t p = 0; p < shape.k; ++p) {
-                const double term = double(a.at(i, p)) *
-                                    (transposeB ? b.at(j, p) : b.at(p, j));
+                const double term = double(a.at(i, p)) * b.at(p, j);
                 sum += term;
                 magnitude += std::fabs(term);
               }
@@ -290,8 +350,8 @@ TEST_P(SgemmTest, EpilogueSpecialValues) {
     std::vector<float> c(n);
     GemmEpilogue epilogue;
     epilogue.activation = activation;
-    sgemm(1, n, 1, &one, 1, sums, n, false, c.data(), n, nullptr, false,
-          epilogue);
+    sgemm(1, n, 1, &one, 1, sums, n, GemmLayout::RowMajor, c.data(), n, nullptr,
+          false, epilogue);
     return c;
   };
   auto same = [](float got, float want) {
@@ -320,10 +380,10 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
   const Matrix a(301, 700, 0, rng), b(700, 203, 0, rng);
   Matrix serial(301, 203, 0, rng), parallel(301, 203, 0, rng);
   ThreadPool threads(3);
-  sgemm(301, 203, 700, a.data.data(), a.ld, b.data.data(), b.ld, false,
-        serial.data.data(), serial.ld, nullptr);
-  sgemm(301, 203, 700, a.data.data(), a.ld, b.data.data(), b.ld, false,
-        parallel.data.data(), parallel.ld, &threads);
+  sgemm(301, 203, 700, a.data.data(), a.ld, b.data.data(), b.ld,
+        GemmLayout::RowMajor, serial.data.data(), serial.ld, nullptr);
+  sgemm(301, 203, 700, a.data.data(), a.ld, b.data.data(), b.ld,
+        GemmLayout::RowMajor, parallel.data.data(), parallel.ld, &threads);
   EXPECT_EQ(serial.data, parallel.data);
 }
 
@@ -343,7 +403,7 @@ TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
   for (auto [code, activation] : codes) {
     Matrix c(m, n, 1, rng);
     kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data.data(), b.ld,
-                        /*transpose_b=*/0, bias.data.data(), code,
+                        /*b_layout=*/0, bias.data.data(), code,
                         gate.data.data(), gate.ld, residual.data.data(),
                         residual.ld, c.data.data(), c.ld);
     for (int64_t i = 0; i < m; ++i)
@@ -360,6 +420,28 @@ TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
   }
 }
 
+TEST(KilnUkernelLinearTest, LayoutCodesAreTheCompilersEnum) {
+  // Generated code passes the compiler's WeightLayout (UkernelCalls.h:
+  // [K, N] rows 0, [N, K] rows 1, packed panels 2) as is; through the direct
+  // path (2 rows) and the packed one (5 rows), over two panels.
+  const std::pair<int64_t, GemmLayout> codes[] = {{0, GemmLayout::RowMajor},
+                                                  {1, GemmLayout::Transposed},
+                                                  {2, GemmLayout::Panels}};
+  std::mt19937 rng(4);
+  const int64_t n = 70, k = 40;
+  for (int64_t m : {2, 5}) {
+    const Matrix a(m, k, 0, rng);
+    for (auto [code, layout] : codes) {
+      const WeightMatrix b(layout, k, n, 1, rng);
+      Matrix c(m, n, 1, rng);
+      kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data(), b.ld(), code,
+                          nullptr, 0, nullptr, 0, nullptr, 0, c.data.data(),
+                          c.ld);
+      expectProduct(a, b, c, "code " + std::to_string(code));
+    }
+  }
+}
+
 TEST(KilnUkernelLinearDeathTest, UnknownActivationCodeTraps) {
   // Outside a run the trap reports and aborts; inside one it ends the run.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -368,6 +450,15 @@ TEST(KilnUkernelLinearDeathTest, UnknownActivationCodeTraps) {
   EXPECT_DEATH(kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, 0, nullptr, 5,
                                    nullptr, 0, nullptr, 0, &c, 1),
                "kiln_ukernel_linear: unknown activation code");
+}
+
+TEST(KilnUkernelLinearDeathTest, UnknownLayoutCodeTraps) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const float a = 1, b = 1;
+  float c = 0;
+  EXPECT_DEATH(kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, 3, nullptr, 0,
+                                   nullptr, 0, nullptr, 0, &c, 1),
+               "kiln_ukernel_linear: unknown weight layout code");
 }
 
 TEST(GemmIsaTest, NamesAndLimits) {
@@ -431,7 +522,11 @@ void checkBatchedGemm(const BatchCase &bc, ThreadPool *pool) {
     Matrix result = c.entry(i);
     std::copy_n(c.data.begin() + i * c.stride, result.data.size(),
                 result.data.begin());
-    expectProduct(a.entry(i), b.entry(i), bc.transposeB, result,
+    expectProduct(a.entry(i),
+                  WeightMatrix(bc.transposeB ? GemmLayout::Transposed
+                                             : GemmLayout::RowMajor,
+                               b.entry(i), 0),
+                  result,
                   "batch entry " + std::to_string(i) + " of " +
                       std::to_string(bc.batch) +
                       (pool ? " pooled" : " serial"));

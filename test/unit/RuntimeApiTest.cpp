@@ -375,8 +375,9 @@ TEST(RuntimeLoad, DamagedArtifactCodes) {
   bytes[0] = 'X';
   expectCode("magic.kiln", bytes, KILN_STATUS_INVALID_ARGUMENT, "not a Kiln artifact");
   bytes = good;
-  writeAt<uint32_t>(bytes, 8, 3);
-  expectCode("version.kiln", bytes, KILN_STATUS_UNIMPLEMENTED, "format version 3");
+  writeAt<uint32_t>(bytes, 8, 4);
+  expectCode("version.kiln", bytes, KILN_STATUS_UNIMPLEMENTED,
+             "format version 4");
   expectCode("short-header.kiln", std::vector<char>(good.begin(), good.begin() + 79),
              KILN_STATUS_DATA_LOSS, "truncated: 79 bytes");
   expectCode("truncated.kiln", std::vector<char>(good.begin(), good.end() - 1),

@@ -71,10 +71,11 @@ cl::list<std::string> dimBounds(
 
 cl::list<std::string> disabledOptimizations(
     "disable",
-    cl::desc("Turn off optimizations, to measure their effect: "
-             "constant-fold, fusion (every fusion), fuse-attention, "
-             "fuse-normalizations, fuse-activations, fuse-rotary, "
-             "fuse-gemm-epilogues, fuse-elementwise, memory-plan"),
+    cl::desc(
+        "Turn off optimizations, to measure their effect: "
+        "constant-fold, fusion (every fusion), fuse-attention, "
+        "fuse-normalizations, fuse-activations, fuse-rotary, "
+        "fuse-gemm-epilogues, fuse-elementwise, pack-weights, memory-plan"),
     cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(kilncCategory));
 
 cl::opt<std::string> reportPath(

@@ -210,18 +210,38 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
       return op.emitOpError("runs on f32 only in the CPU backend");
     Location loc = op.getLoc();
     Value input = adaptor.getInput(), weight = adaptor.getWeight();
-    bool transposeB = op.getTransposeB();
     SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
     SmallVector<OpFoldResult> weightSizes = sizesOf(rewriter, loc, weight);
     OpFoldResult k = inputSizes.back();
-    OpFoldResult n = weightSizes[transposeB ? 0 : 1];
-    checkSameSize(rewriter, loc, op, weightSizes[transposeB ? 1 : 0], k,
+    // The weight's sizes in its layout: [K, N], [N, K], or packed
+    // [ceil(N/64), K, 64] with N the result's static last dim.
+    WeightLayout layout = op.getPacked()       ? WeightLayout::Panels
+                          : op.getTransposeB() ? WeightLayout::Transposed
+                                               : WeightLayout::RowMajor;
+    OpFoldResult weightK =
+        weightSizes[layout == WeightLayout::RowMajor ? 0 : 1];
+    OpFoldResult n =
+        layout == WeightLayout::Panels
+            ? rewriter.getIndexAttr(resultType.getShape().back())
+            : weightSizes[layout == WeightLayout::RowMajor ? 1 : 0];
+    checkSameSize(rewriter, loc, op, weightK, k,
                   "the operands' contraction sizes differ");
     RowsProduct flat =
         flattenRows(rewriter, loc, op, input, inputSizes, n, resultType);
     OpFoldResult rows = flat.rows;
     UkernelBuffer lhs = readBuffer(rewriter, loc, flat.flatInput, true);
     UkernelBuffer rhs = readBuffer(rewriter, loc, weight, true);
+    if (layout == WeightLayout::Panels) {
+      // The microkernels step through a panel's rows 64 floats at a time;
+      // the panels themselves may lie any stride apart (ldb).
+      Value rowStride =
+          rewriter.create<arith::ConstantIntOp>(loc, LinearOp::kPanelWidth, 64);
+      check(rewriter, loc, op,
+            rewriter.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                           rhs.strides[1], rowStride),
+            "the packed weight's rows are not " + Twine(LinearOp::kPanelWidth) +
+                " floats apart");
+    }
     Value bias;
     if (Value biasTensor = adaptor.getBias()) {
       checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, biasTensor)[0], n,
@@ -253,12 +273,15 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     UkernelBuffer out = describeBuffer(rewriter, loc, output);
     int64_t activation =
         op.getActivation() ? static_cast<int64_t>(*op.getActivation()) : 0;
+    Value layoutCode = rewriter.create<arith::ConstantIntOp>(
+        loc, static_cast<int64_t>(layout), 64);
+    Value activationCode =
+        rewriter.create<arith::ConstantIntOp>(loc, activation, 64);
     SmallVector<Value> arguments = {
-        out.sizes[0], out.sizes[1], lhs.sizes[1],
-        lhs.pointer, lhs.strides[0], rhs.pointer, rhs.strides[0],
-        rewriter.create<arith::ConstantIntOp>(loc, transposeB, 64), bias,
-        rewriter.create<arith::ConstantIntOp>(loc, activation, 64), gate,
-        gateStride, residual, residualStride, out.pointer, out.strides[0]};
+        out.sizes[0],   out.sizes[1],   lhs.sizes[1],   lhs.pointer,
+        lhs.strides[0], rhs.pointer,    rhs.strides[0], layoutCode,
+        bias,           activationCode, gate,           gateStride,
+        residual,       residualStride, out.pointer,    out.strides[0]};
     auto module = op->getParentOfType<ModuleOp>();
     rewriter.create<func::CallOp>(
         loc, getOrDeclareUkernel(module, kLinearUkernel, arguments), arguments);

@@ -155,14 +155,36 @@ LogicalResult MatMulOp::verify() {
   return verifyResultShape(*this, expected, getResult());
 }
 
+std::pair<int64_t, int64_t> LinearOp::getWeightSizes() {
+  ArrayRef<int64_t> weight = shapeOf(getWeight()),
+                    result = shapeOf(getResult());
+  if (getPacked())
+    return {weight[1], result.empty() ? ShapedType::kDynamic : result.back()};
+  if (getTransposeB())
+    return {weight[1], weight[0]};
+  return {weight[0], weight[1]};
+}
+
 LogicalResult LinearOp::verify() {
   ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight());
-  if (input.size() < 2 || weight.size() != 2)
-    return emitOpError() << "needs an input of rank 2 or more and a 2-D "
-                         << "weight, got " << getInput().getType() << " and "
+  if (input.size() < 2 || weight.size() != (getPacked() ? 3 : 2))
+    return emitOpError() << "needs an input of rank 2 or more and a "
+                         << (getPacked() ? "3-D packed" : "2-D")
+                         << " weight, got " << getInput().getType() << " and "
                          << getWeight().getType();
-  int64_t weightK = getTransposeB() ? weight[1] : weight[0];
-  int64_t n = getTransposeB() ? weight[0] : weight[1];
+  if (getPacked()) {
+    if (getTransposeB())
+      return emitOpError() << "a packed weight cannot also be transposed";
+    int64_t n = getWeightSizes().second;
+    if (ShapedType::isDynamic(n) || weight[2] != kPanelWidth ||
+        weight[0] != (n + kPanelWidth - 1) / kPanelWidth)
+      return emitOpError() << "a packed weight for N columns must be [ceil(N/"
+                           << kPanelWidth << "), K, " << kPanelWidth
+                           << "] with N the result's static last dim, got "
+                           << getWeight().getType() << " for "
+                           << getResult().getType();
+  }
+  auto [weightK, n] = getWeightSizes();
   if (failed(verifyCompatibleShape(ArrayRef<int64_t>{input.back()},
                                    ArrayRef<int64_t>{weightK})))
     return emitOpError() << "contraction sizes differ: input has K = "

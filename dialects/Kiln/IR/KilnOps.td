@@ -183,7 +183,7 @@ def Kiln_MatMulOp : Kiln_Op<"matmul", [Pure,
 
 def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     AllElementTypesMatch<["input", "weight", "result"]>]> {
-  let summary = "matrix product by a 2-D weight with a fused epilogue";
+  let summary = "matrix product by a weight with a fused epilogue";
   let description = [{
     Computes `activation(input · weight + bias) * gate + residual` for
     `input` [..., M, K] and `weight` [K, N] ([N, K] with `transpose_b`); the
@@ -207,17 +207,38 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     %m = kiln.linear %x, %wu gate %g
         : (tensor<?x64xf32>, tensor<64x172xf32>, tensor<?x172xf32>) -> tensor<?x172xf32>
     ```
+
+    With `packed`, the weight is laid out for the CPU microkernels
+    (`kiln-pack-weights` does it at compile time): [ceil(N/64), K, 64], the
+    columns of the [K, N] weight cut into panels 64 wide, each panel row by
+    row, the last one padded with zeros. N is then the result's last dim,
+    which must be static.
+
+    ```mlir
+    %y = kiln.linear %x, %wp bias %b {packed}
+        : (tensor<?x64xf32>, tensor<3x64x64xf32>, tensor<172xf32>) -> tensor<?x172xf32>
+    ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
                    Optional<Kiln_FloatTensor>:$bias,
                    OptionalAttr<Kiln_Activation>:$activation,
                    Optional<Kiln_FloatTensor>:$gate,
-                   Optional<Kiln_FloatTensor>:$residual, UnitAttr:$transpose_b);
+                   Optional<Kiln_FloatTensor>:$residual, UnitAttr:$transpose_b,
+                   UnitAttr:$packed);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`activation` $activation^)?
     (`gate` $gate^)? (`residual` $residual^)? attr-dict `:`
     functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// Columns per panel of a packed weight. The runtime's
+    /// kiln::rt::kWeightPanelWidth: keep the two in step.
+    static constexpr int64_t kPanelWidth = 64;
+
+    /// The weight's contraction size K and column count N (dynamic when
+    /// unknown), whatever its layout.
+    std::pair<int64_t, int64_t> getWeightSizes();
   }];
   let hasVerifier = 1;
 }

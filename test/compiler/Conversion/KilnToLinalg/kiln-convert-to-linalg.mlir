@@ -2070,6 +2070,30 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 
 // -----
 
+// Tests that a packed weight passes layout 2 and its panel stride as ldb,
+// that N comes from the result's static last dim (the weight holds 2 panels
+// of 64 for 100 columns; the output is [rows, 100]), and that its rows are
+// checked to be 64 floats apart at run time.
+
+// CHECK-LABEL: func.func @linear_packed
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x32xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x32x64xf32>)
+// CHECK: %[[WBUF:.+]] = bufferization.to_memref %[[W]] read_only : memref<2x32x64xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}:3, %[[STRIDES:.+]]:3 = memref.extract_strided_metadata %[[WBUF]]
+// CHECK: %[[PANEL:.+]] = arith.index_cast %[[STRIDES]]#0 : index to i64
+// CHECK: %[[ROW:.+]] = arith.index_cast %[[STRIDES]]#1 : index to i64
+// CHECK: %[[SIXTYFOUR:.+]] = arith.constant 64 : i64
+// CHECK: %[[ROWSOK:.+]] = arith.cmpi eq, %[[ROW]], %[[SIXTYFOUR]] : i64
+// CHECK: cf.assert %[[ROWSOK]], "kiln.linear: the packed weight's rows are not 64 floats apart"
+// CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?x100xf32>
+// CHECK: %[[PANELS:.+]] = arith.constant 2 : i64
+// CHECK: call @kiln_ukernel_linear(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[PANEL]], %[[PANELS]],
+func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w {packed} : (tensor<?x32xf32>, tensor<2x32x64xf32>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
 // Tests that rotary becomes one broadcasting linalg.generic that reads the
 // input a second time at each element's partner in the other half of the
 // last axis ((d3 + 8) mod 16), negated in the first half; the operands'

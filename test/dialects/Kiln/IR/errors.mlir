@@ -937,6 +937,70 @@ func.func @linear_weight_rank(%x: tensor<4x8xf32>, %w: tensor<1x8x16xf32>) -> te
 
 // -----
 
+// Tests that a packed weight is 3-D.
+func.func @linear_packed_rank(%x: tensor<4x8xf32>, %w: tensor<8x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op needs an input of rank 2 or more and a 3-D packed weight, got 'tensor<4x8xf32>' and 'tensor<8x64xf32>'}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<8x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a packed weight holds ceil(N/64) panels of 64 columns, N from
+// the result: 100 columns take 2 panels, not 3.
+func.func @linear_packed_panels(%x: tensor<4x8xf32>, %w: tensor<3x8x64xf32>) -> tensor<4x100xf32> {
+  // expected-error @+1 {{'kiln.linear' op a packed weight for N columns must be [ceil(N/64), K, 64] with N the result's static last dim, got 'tensor<3x8x64xf32>' for 'tensor<4x100xf32>'}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<3x8x64xf32>) -> tensor<4x100xf32>
+  return %y : tensor<4x100xf32>
+}
+
+// -----
+
+// Tests that a packed weight needs a static N.
+func.func @linear_packed_dynamic_n(%x: tensor<4x8xf32>, %w: tensor<2x8x64xf32>) -> tensor<4x?xf32> {
+  // expected-error @+1 {{'kiln.linear' op a packed weight for N columns must be [ceil(N/64), K, 64] with N the result's static last dim, got 'tensor<2x8x64xf32>' for 'tensor<4x?xf32>'}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<2x8x64xf32>) -> tensor<4x?xf32>
+  return %y : tensor<4x?xf32>
+}
+
+// -----
+
+// Tests that a packed weight needs a result with a last dim to take N from.
+func.func @linear_packed_rank0_result(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'kiln.linear' op a packed weight for N columns must be [ceil(N/64), K, 64] with N the result's static last dim, got 'tensor<1x8x64xf32>' for 'tensor<f32>'}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<1x8x64xf32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+// Tests that panels 32 wide are refused.
+func.func @linear_packed_width(%x: tensor<4x8xf32>, %w: tensor<1x8x32xf32>) -> tensor<4x32xf32> {
+  // expected-error @+1 {{'kiln.linear' op a packed weight for N columns must be [ceil(N/64), K, 64] with N the result's static last dim, got 'tensor<1x8x32xf32>' for 'tensor<4x32xf32>'}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<1x8x32xf32>) -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
+}
+
+// -----
+
+// Tests that a packed weight is not also transposed.
+func.func @linear_packed_transposed(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a packed weight cannot also be transposed}}
+  %y = kiln.linear %x, %w {packed, transpose_b} : (tensor<4x8xf32>, tensor<1x8x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a packed weight's K must be the input's.
+func.func @linear_packed_contraction(%x: tensor<4x8xf32>, %w: tensor<1x16x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op contraction sizes differ: input has K = 8, weight has K = 16}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<1x16x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
 // Tests that linear's contraction sizes must agree, the weight read as [N, K]
 // with transpose_b.
 func.func @linear_contraction(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x8xf32> {

@@ -503,6 +503,18 @@ func.func @linear(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %wt: tensor<25
 
 // -----
 
+// Tests that linear round-trips with a packed weight: 172 columns in 3
+// panels of 64.
+
+// CHECK-LABEL: func.func @linear_packed
+// CHECK: kiln.linear %{{.+}}, %{{.+}} bias %{{.+}} activation silu {packed} : (tensor<?x64xf32>, tensor<3x64x64xf32>, tensor<172xf32>) -> tensor<?x172xf32>
+func.func @linear_packed(%x: tensor<?x64xf32>, %w: tensor<3x64x64xf32>, %b: tensor<172xf32>) -> tensor<?x172xf32> {
+  %y = kiln.linear %x, %w bias %b activation silu {packed} : (tensor<?x64xf32>, tensor<3x64x64xf32>, tensor<172xf32>) -> tensor<?x172xf32>
+  return %y : tensor<?x172xf32>
+}
+
+// -----
+
 // Tests that rotary round-trips with cos and sin broadcast over the heads.
 
 // CHECK-LABEL: func.func @rotary

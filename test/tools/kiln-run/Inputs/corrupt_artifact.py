@@ -95,7 +95,7 @@ def main():
     assert which in ("--set=damaged", "--set=inconsistent", "--set=reserved"), which
     good = bytearray(open(good_path, "rb").read())
     h = read_header(good)
-    assert h["magic"] == b"KILNART\0" and h["formatVersion"] == 2, "not a good artifact"
+    assert h["magic"] == b"KILNART\0" and h["formatVersion"] == 3, "not a good artifact"
     fixed = bytearray(good)
     fix_checksum(fixed)
     assert fixed == good, "the checksum recipe does not reproduce the artifact's checksum"
@@ -148,8 +148,8 @@ def main():
     data[0:8] = b"NOTKILN\0"
     variant("bad-magic", data)
     data = bytearray(good)
-    set_field(data, "formatVersion", 3)
-    variant("version-3", data)
+    set_field(data, "formatVersion", 4)
+    variant("version-4", data)
     data = bytearray(good)
     set_field(data, "headerSize", 64)
     variant("header-size", data)
