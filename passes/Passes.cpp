@@ -23,6 +23,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
       {"fuse-rotary", &fuseRotary, true},
       {"fuse-gemm-epilogues", &fuseGemmEpilogues, true},
       {"fuse-elementwise", &fuseElementwise, true},
+      {"duplicate-producers", &duplicateProducers, true},
       {"pack-weights", &packWeights, false},
       {"memory-plan", &planMemory, false},
   };

@@ -31,6 +31,10 @@ struct OptimizationOptions {
   /// linalg's elementwise fusion after the lowering (chains of elementwise
   /// ops into one loop); it belongs to the tensor lowering pipeline.
   bool fuseElementwise = true;
+  /// Cheap elementwise producers copied into each of their consumers before
+  /// that fusion (kiln-duplicate-elementwise-producers), so that they fuse
+  /// into norms and reductions too.
+  bool duplicateProducers = true;
   /// Constant weights laid out for the CPU GEMM microkernels
   /// (kiln-pack-weights), after the fusions.
   bool packWeights = true;
@@ -41,8 +45,8 @@ struct OptimizationOptions {
   /// Turns off the comma-separated `names`: "constant-fold", "fusion" (every
   /// fusion), "fuse-attention", "fuse-normalizations", "fuse-activations",
   /// "fuse-rotary", "fuse-gemm-epilogues", "fuse-elementwise",
-  /// "pack-weights" or "memory-plan". False, with `error` naming it, on an
-  /// unknown name.
+  /// "duplicate-producers", "pack-weights" or "memory-plan". False, with
+  /// `error` naming it, on an unknown name.
   bool disable(llvm::StringRef names, std::string &error);
 };
 

@@ -254,7 +254,8 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   artifact.triple = target.triple;
   artifact.cpu = target.cpu;
   artifact.cpuFeatures = target.features;
-  if (!emitSharedObject(module, target, arenaBuffers, artifact.code, error)) {
+  if (!emitSharedObject(module, target, arenaBuffers, artifact.code, error,
+                        options.optimizedIR)) {
     error = "code generation: " + error;
     return false;
   }

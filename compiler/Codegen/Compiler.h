@@ -28,6 +28,9 @@ struct CompileOptions {
   OptimizationOptions optimizations;
   /// When set, records what every pass did (kilnc --report).
   PassReport *report = nullptr;
+  /// When set, receives the optimized LLVM IR of the code, as text
+  /// (CompileStage::Artifact only; kilnc --emit=llvm-ir).
+  std::string *optimizedIR = nullptr;
 };
 
 inline constexpr int64_t kDefaultDimMax = (int64_t(1) << 31) - 1;

@@ -145,7 +145,8 @@ bool resolveCpuTarget(const std::string &cpu, CpuTarget &target,
 
 bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
                       llvm::ArrayRef<ArenaSlot> arenaBuffers,
-                      std::vector<char> &sharedObject, std::string &error) {
+                      std::vector<char> &sharedObject, std::string &error,
+                      std::string *optimizedIR) {
   std::unique_ptr<llvm::TargetMachine> machine = createTargetMachine(target, error);
   if (!machine)
     return false;
@@ -160,6 +161,10 @@ bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
   llvmModule->setDataLayout(machine->createDataLayout());
   annotateArenaAccesses(*llvmModule, "main", arenaBuffers);
   optimize(*llvmModule, *machine);
+  if (optimizedIR) {
+    llvm::raw_string_ostream os(*optimizedIR);
+    llvmModule->print(os, nullptr);
+  }
 
   llvm::SmallVector<char, 0> object;
   {

@@ -26,10 +26,12 @@ bool resolveCpuTarget(const std::string &cpu, CpuTarget &target,
 /// `target`, emits an object file and links it into an ELF shared object
 /// with the system linker (ld.lld or ld). `arenaBuffers` are the buffers
 /// memory planning placed in the entry function `main`'s arena, whose
-/// accesses get alias scopes (ArenaAliasScopes.h).
+/// accesses get alias scopes (ArenaAliasScopes.h). When `optimizedIR` is
+/// set, it receives the optimized LLVM IR as text (kilnc --emit=llvm-ir).
 bool emitSharedObject(mlir::ModuleOp module, const CpuTarget &target,
                       llvm::ArrayRef<ArenaSlot> arenaBuffers,
-                      std::vector<char> &sharedObject, std::string &error);
+                      std::vector<char> &sharedObject, std::string &error,
+                      std::string *optimizedIR = nullptr);
 
 } // namespace kiln
 

@@ -69,6 +69,44 @@ def ApproximateMath : Pass<"kiln-approximate-math"> {
   ];
 }
 
+def DuplicateElementwiseProducers
+    : Pass<"kiln-duplicate-elementwise-producers", "mlir::func::FuncOp"> {
+  let summary = "Copies a cheap elementwise producer into each of its consumers";
+  let description = [{
+    Runs on linalg on tensors, right before linalg's elementwise fusion,
+    which fuses a producer only into its single consumer. A cheap producer
+    (arithmetic short of division, index casts, single-element reads; no
+    run-time checks) that several `linalg.generic`s read, each able to absorb it,
+    is cloned once per consumer, so that the fusion computes it inside each
+    of them and its buffer disappears. This is how a chain of elementwise
+    ops reaches the reductions of the norm that consumes it: the input of a
+    layer norm is read by the mean's reduction and by the centering, and
+    the centered values by the variance's reduction and by the scaling.
+    Consumers are visited before producers, so whole chains split in one
+    sweep. A producer with more than `max-consumers` consumers, or one that
+    something other than a fusable generic reads, is left alone: copying it
+    would add work without removing its buffer.
+
+    Example:
+
+    ```mlir
+    %x = linalg.generic {... parallel ...} ins(%a, %b ...) { arith.addf }
+    %sum = linalg.generic {... reduction ...} ins(%x ...)
+    %centered = linalg.generic {... parallel ...} ins(%x, %mean ...)
+    // becomes
+    %x0 = linalg.generic {... parallel ...} ins(%a, %b ...) { arith.addf }
+    %x1 = linalg.generic {... parallel ...} ins(%a, %b ...) { arith.addf }
+    %sum = linalg.generic {... reduction ...} ins(%x1 ...)
+    %centered = linalg.generic {... parallel ...} ins(%x0, %mean ...)
+    ```
+  }];
+  let options = [
+    Option<"maxConsumers", "max-consumers", "int64_t", /*default=*/"4",
+           "The most consumers a producer is copied into">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let summary = "Places the entry function's intermediate buffers in one arena";
   let description = [{

@@ -29,8 +29,11 @@ void buildTensorLoweringPipeline(OpPassManager &pm,
   pm.addPass(createPrepareEntryPoint());
   pm.addPass(createConvertKilnToLinalg());
   pm.addPass(createCanonicalizerPass());
-  if (options.fuseElementwise)
+  if (options.fuseElementwise) {
+    if (options.duplicateProducers)
+      pm.addNestedPass<func::FuncOp>(createDuplicateElementwiseProducers());
     pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -52,6 +55,9 @@ void buildLLVMCPULoweringPipeline(OpPassManager &pm,
   };
   pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
   pm.addPass(createCanonicalizerPass());
+  // From here on no pass may move or merge ops across the plan's positions:
+  // the arena's alias scopes (ArenaAliasScopes.h) take each loop nest for
+  // one op whose buffers are all live at once.
   if (options.planMemory)
     pm.addPass(createPlanMemory());
   bufferization::buildBufferDeallocationPipeline(

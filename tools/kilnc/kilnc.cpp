@@ -26,7 +26,16 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class EmitKind { Auto, Kiln, Optimized, Summary, Linalg, LLVM, Artifact };
+enum class EmitKind {
+  Auto,
+  Kiln,
+  Optimized,
+  Summary,
+  Linalg,
+  LLVM,
+  LLVMIR,
+  Artifact
+};
 
 cl::OptionCategory kilncCategory("kilnc options");
 
@@ -43,18 +52,22 @@ cl::opt<EmitKind> emitKind(
     cl::desc("What to produce (default: an artifact when -o ends in .kiln, "
              "else kiln IR)"),
     cl::init(EmitKind::Auto),
-    cl::values(clEnumValN(EmitKind::Artifact, "artifact",
-                          "A deployable .kiln artifact for the CPU runtime"),
-               clEnumValN(EmitKind::Kiln, "kiln",
-                          "The imported kiln-dialect IR as MLIR text"),
-               clEnumValN(EmitKind::Optimized, "optimized",
-                          "The kiln IR after the graph optimizations"),
-               clEnumValN(EmitKind::Linalg, "linalg",
-                          "The IR after lowering to linalg on tensors"),
-               clEnumValN(EmitKind::LLVM, "llvm",
-                          "The IR after lowering to the LLVM dialect"),
-               clEnumValN(EmitKind::Summary, "summary",
-                          "Inputs and outputs with dimension names, and op counts")),
+    cl::values(
+        clEnumValN(EmitKind::Artifact, "artifact",
+                   "A deployable .kiln artifact for the CPU runtime"),
+        clEnumValN(EmitKind::Kiln, "kiln",
+                   "The imported kiln-dialect IR as MLIR text"),
+        clEnumValN(EmitKind::Optimized, "optimized",
+                   "The kiln IR after the graph optimizations"),
+        clEnumValN(EmitKind::Linalg, "linalg",
+                   "The IR after lowering to linalg on tensors"),
+        clEnumValN(EmitKind::LLVM, "llvm",
+                   "The IR after lowering to the LLVM dialect"),
+        clEnumValN(EmitKind::LLVMIR, "llvm-ir",
+                   "The optimized LLVM IR that the artifact's code is "
+                   "compiled from (alias scopes, vectorized loops)"),
+        clEnumValN(EmitKind::Summary, "summary",
+                   "Inputs and outputs with dimension names, and op counts")),
     cl::cat(kilncCategory));
 
 cl::opt<std::string> cpu(
@@ -71,11 +84,11 @@ cl::list<std::string> dimBounds(
 
 cl::list<std::string> disabledOptimizations(
     "disable",
-    cl::desc(
-        "Turn off optimizations, to measure their effect: "
-        "constant-fold, fusion (every fusion), fuse-attention, "
-        "fuse-normalizations, fuse-activations, fuse-rotary, "
-        "fuse-gemm-epilogues, fuse-elementwise, pack-weights, memory-plan"),
+    cl::desc("Turn off optimizations, to measure their effect: "
+             "constant-fold, fusion (every fusion), fuse-attention, "
+             "fuse-normalizations, fuse-activations, fuse-rotary, "
+             "fuse-gemm-epilogues, fuse-elementwise, duplicate-producers, "
+             "pack-weights, memory-plan"),
     cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(kilncCategory));
 
 cl::opt<std::string> reportPath(
@@ -205,10 +218,22 @@ int main(int argc, char **argv) {
                  : emitKind == EmitKind::LLVM    ? kiln::CompileStage::LLVM
                                                  : kiln::CompileStage::Artifact;
     kiln::ArtifactContents artifact;
+    std::string optimizedIR;
+    if (emitKind == EmitKind::LLVMIR)
+      compileOptions.optimizedIR = &optimizedIR;
     if (!kiln::compile(*module, compileOptions, stage, artifact, error))
       return failStage("compilation", error);
     if (!reportPath.empty() && !report.write(reportPath, error))
       return failStage("writing the report", error);
+    if (emitKind == EmitKind::LLVMIR) {
+      std::string openError;
+      auto output = mlir::openOutputFile(outputPath, &openError);
+      if (!output)
+        return failStage("writing the output", openError);
+      output->os() << optimizedIR;
+      output->keep();
+      return 0;
+    }
     if (stage == kiln::CompileStage::Artifact) {
       if (!kiln::writeArtifact(outputPath, artifact, error))
         return failStage("writing the artifact", error);
