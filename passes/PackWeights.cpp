@@ -26,8 +26,6 @@ namespace {
 
 constexpr int64_t kPanelWidth = LinearOp::kPanelWidth;
 
-int64_t panelCount(int64_t n) { return (n + kPanelWidth - 1) / kPanelWidth; }
-
 /// A product by the weight: a kiln.linear, or a kiln.matmul with the weight
 /// as its right-hand side.
 struct WeightUse {
@@ -160,7 +158,7 @@ struct PackWeightsPass : public impl::KilnPackWeightsBase<PackWeightsPass> {
       bool transposed = uses->front().transposed;
       int64_t k = type.getDimSize(transposed ? 1 : 0);
       int64_t n = type.getDimSize(transposed ? 0 : 1);
-      int64_t padding = panelCount(n) * kPanelWidth - n;
+      int64_t padding = LinearOp::panelCount(n) * kPanelWidth - n;
       if (k == 0 || n == 0 || padding * 100 > n * maxPaddingPercent)
         continue;
       std::vector<float> splat;
@@ -168,8 +166,8 @@ struct PackWeightsPass : public impl::KilnPackWeightsBase<PackWeightsPass> {
           floatValues(constant.getValue(), splat);
       if (!values)
         continue;
-      auto packedType = RankedTensorType::get({panelCount(n), k, kPanelWidth},
-                                              type.getElementType());
+      auto packedType = RankedTensorType::get(
+          {LinearOp::panelCount(n), k, kPanelWidth}, type.getElementType());
       builder.setInsertionPoint(constant);
       Value packed =
           builder.create<ConstantOp>(constant.getLoc(), packedType,

@@ -1,15 +1,16 @@
 //===- ArenaAliasScopesTest.cpp - Alias scopes of arena accesses ----------===//
 //
 // annotateArenaAccesses on a hand-written function, judged by LLVM's own
-// rule for scoped noalias metadata (ScopedNoAliasAA): which pairs of
-// accesses it lets LLVM treat as disjoint, and which it must not.
+// scoped-noalias analysis (ScopedNoAliasAA): which pairs of accesses it lets
+// LLVM treat as disjoint, and which it must not.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/ArenaAliasScopes.h"
 
-#include "llvm/ADT/SetOperations.h"
-#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/Analysis/AliasAnalysis.h"
+#include "llvm/Analysis/MemoryLocation.h"
 #include "llvm/Analysis/ScopedNoAliasAA.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/AsmParser/Parser.h"
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
@@ -82,38 +83,17 @@ end:
 }
 )";
 
-/// Whether LLVM's scoped-noalias rule lets `a` and `b` alias: unless, for
-/// some domain of one's noalias list, all of the other's scopes in that
-/// domain are in the list.
-bool mayAliasInScopes(const llvm::MDNode *scopes, const llvm::MDNode *noalias) {
-  if (!scopes || !noalias)
-    return true;
-  llvm::SmallPtrSet<const llvm::MDNode *, 8> domains;
-  for (const llvm::MDOperand &operand : noalias->operands())
-    if (auto *scope = llvm::dyn_cast<llvm::MDNode>(operand))
-      domains.insert(llvm::AliasScopeNode(scope).getDomain());
-  for (const llvm::MDNode *domain : domains) {
-    llvm::SmallPtrSet<const llvm::MDNode *, 8> inScopes, inNoalias;
-    for (const llvm::MDOperand &operand : scopes->operands())
-      if (auto *scope = llvm::dyn_cast<llvm::MDNode>(operand);
-          scope && llvm::AliasScopeNode(scope).getDomain() == domain)
-        inScopes.insert(scope);
-    for (const llvm::MDOperand &operand : noalias->operands())
-      if (auto *scope = llvm::dyn_cast<llvm::MDNode>(operand);
-          scope && llvm::AliasScopeNode(scope).getDomain() == domain)
-        inNoalias.insert(scope);
-    if (!inScopes.empty() && llvm::set_is_subset(inScopes, inNoalias))
-      return false;
-  }
-  return true;
-}
-
+/// Whether LLVM's scoped-noalias analysis lets `a` and `b` alias, from
+/// their metadata alone.
 bool mayAlias(const llvm::Instruction *a, const llvm::Instruction *b) {
-  using llvm::LLVMContext;
-  return mayAliasInScopes(a->getMetadata(LLVMContext::MD_alias_scope),
-                          b->getMetadata(LLVMContext::MD_noalias)) &&
-         mayAliasInScopes(b->getMetadata(LLVMContext::MD_alias_scope),
-                          a->getMetadata(LLVMContext::MD_noalias));
+  llvm::TargetLibraryInfoImpl libraryInfo;
+  llvm::TargetLibraryInfo library(libraryInfo);
+  llvm::AAResults results(library);
+  llvm::SimpleAAQueryInfo query(results);
+  llvm::ScopedNoAliasAAResult scoped;
+  return scoped.alias(*llvm::MemoryLocation::getOrNone(a),
+                      *llvm::MemoryLocation::getOrNone(b), query,
+                      nullptr) != llvm::AliasResult::NoAlias;
 }
 
 class ArenaAliasScopesTest : public ::testing::Test {

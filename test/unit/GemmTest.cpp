@@ -442,23 +442,17 @@ TEST(KilnUkernelLinearTest, LayoutCodesAreTheCompilersEnum) {
   }
 }
 
-TEST(KilnUkernelLinearDeathTest, UnknownActivationCodeTraps) {
+TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
   // Outside a run the trap reports and aborts; inside one it ends the run.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const float a = 1, b = 1;
   float c = 0;
-  EXPECT_DEATH(kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, 0, nullptr, 5,
-                                   nullptr, 0, nullptr, 0, &c, 1),
-               "kiln_ukernel_linear: unknown activation code");
-}
-
-TEST(KilnUkernelLinearDeathTest, UnknownLayoutCodeTraps) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const float a = 1, b = 1;
-  float c = 0;
-  EXPECT_DEATH(kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, 3, nullptr, 0,
-                                   nullptr, 0, nullptr, 0, &c, 1),
-               "kiln_ukernel_linear: unknown weight layout code");
+  auto linear = [&](int64_t layout, int64_t activation) {
+    kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, layout, nullptr, activation,
+                        nullptr, 0, nullptr, 0, &c, 1);
+  };
+  EXPECT_DEATH(linear(0, 5), "kiln_ukernel_linear: unknown activation code");
+  EXPECT_DEATH(linear(3, 0), "kiln_ukernel_linear: unknown weight layout code");
 }
 
 TEST(GemmIsaTest, NamesAndLimits) {

@@ -212,29 +212,20 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  std::string optimizedIR;
   if (emitKind != EmitKind::Kiln) {
     auto stage = emitKind == EmitKind::Optimized ? kiln::CompileStage::Optimized
                  : emitKind == EmitKind::Linalg  ? kiln::CompileStage::Linalg
                  : emitKind == EmitKind::LLVM    ? kiln::CompileStage::LLVM
                                                  : kiln::CompileStage::Artifact;
     kiln::ArtifactContents artifact;
-    std::string optimizedIR;
     if (emitKind == EmitKind::LLVMIR)
       compileOptions.optimizedIR = &optimizedIR;
     if (!kiln::compile(*module, compileOptions, stage, artifact, error))
       return failStage("compilation", error);
     if (!reportPath.empty() && !report.write(reportPath, error))
       return failStage("writing the report", error);
-    if (emitKind == EmitKind::LLVMIR) {
-      std::string openError;
-      auto output = mlir::openOutputFile(outputPath, &openError);
-      if (!output)
-        return failStage("writing the output", openError);
-      output->os() << optimizedIR;
-      output->keep();
-      return 0;
-    }
-    if (stage == kiln::CompileStage::Artifact) {
+    if (emitKind == EmitKind::Artifact) {
       if (!kiln::writeArtifact(outputPath, artifact, error))
         return failStage("writing the artifact", error);
       return 0;
@@ -245,11 +236,15 @@ int main(int argc, char **argv) {
   auto output = mlir::openOutputFile(outputPath, &openError);
   if (!output)
     return failStage("writing the output", openError);
-  mlir::OpPrintingFlags flags;
-  if (elideWeights)
-    flags.elideLargeResourceString();
-  module->print(output->os(), flags);
-  output->os() << "\n";
+  if (emitKind == EmitKind::LLVMIR) {
+    output->os() << optimizedIR;
+  } else {
+    mlir::OpPrintingFlags flags;
+    if (elideWeights)
+      flags.elideLargeResourceString();
+    module->print(output->os(), flags);
+    output->os() << "\n";
+  }
   output->keep();
   return 0;
 }

@@ -177,7 +177,7 @@ LogicalResult LinearOp::verify() {
       return emitOpError() << "a packed weight cannot also be transposed";
     int64_t n = getWeightSizes().second;
     if (ShapedType::isDynamic(n) || weight[2] != kPanelWidth ||
-        weight[0] != (n + kPanelWidth - 1) / kPanelWidth)
+        weight[0] != panelCount(n))
       return emitOpError() << "a packed weight for N columns must be [ceil(N/"
                            << kPanelWidth << "), K, " << kPanelWidth
                            << "] with N the result's static last dim, got "

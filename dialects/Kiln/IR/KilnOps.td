@@ -235,6 +235,10 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     /// Columns per panel of a packed weight. The runtime's
     /// kiln::rt::kWeightPanelWidth: keep the two in step.
     static constexpr int64_t kPanelWidth = 64;
+    /// How many panels a packed weight of `columns` columns has.
+    static int64_t panelCount(int64_t columns) {
+      return (columns + kPanelWidth - 1) / kPanelWidth;
+    }
 
     /// The weight's contraction size K and column count N (dynamic when
     /// unknown), whatever its layout.
