@@ -3,7 +3,8 @@
 // Prints GFLOP/s of kiln::rt::sgemm for each ISA this CPU has, on 1 and 2
 // threads, with B stored [K, N], [N, K] and in packed panels (what
 // kiln-pack-weights makes of constant weights), next to a naive triple loop.
-// Built as build/bin/kiln-gemm-bench.
+// Built as build/bin/kiln-gemm-bench; `kiln-gemm-bench 1x192x64 8x256x64`
+// measures those shapes instead of the default ones.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Gemm.h"
@@ -91,17 +92,43 @@ const char *layoutName(GemmLayout layout) {
   return "k x n";
 }
 
+/// Parses "MxNxK"; false when it is not three positive integers.
+bool parseShape(const char *text, Shape &shape) {
+  long long m, n, k;
+  char rest;
+  if (std::sscanf(text, "%lldx%lldx%lld%c", &m, &n, &k, &rest) != 3 || m <= 0 ||
+      n <= 0 || k <= 0)
+    return false;
+  shape = {m, n, k};
+  return true;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
   // Square, a transformer MLP's prefill, decode steps (one row, then four)
   // against a 4096×4096 weight, where how B is stored matters most, and a
-  // batch-8 decode step of bench/'s tiny GPT-2 (its QKV product).
-  const Shape shapes[] = {{512, 512, 512},
-                          {1024, 768, 3072},
-                          {1, 4096, 4096},
-                          {4, 4096, 4096},
-                          {8, 192, 64}};
+  // batch-8 decode step of bench/'s tiny GPT-2 (its QKV product). Shapes
+  // given as MxNxK arguments replace these.
+  std::vector<Shape> shapes = {{512, 512, 512},
+                               {1024, 768, 3072},
+                               {1, 4096, 4096},
+                               {4, 4096, 4096},
+                               {8, 192, 64}};
+  if (argc > 1) {
+    shapes.clear();
+    for (int i = 1; i < argc; ++i) {
+      Shape shape;
+      if (!parseShape(argv[i], shape)) {
+        std::fprintf(stderr,
+                     "kiln-gemm-bench: '%s' is not a shape MxNxK of positive "
+                     "integers\n",
+                     argv[i]);
+        return 1;
+      }
+      shapes.push_back(shape);
+    }
+  }
   const GemmIsa best = detectGemmIsa();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);

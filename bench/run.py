@@ -131,10 +131,10 @@ def main():
                     for _, variant, _ in RATIOS}
         shape = f"({batch}, {sequence}, {past})"
         megabytes = 1 << 20
-        print(f"{model:<11} {kind:<8} {shape:<19} {fused['median_ms']:>8.3f} "
-              + "".join(f"{kiln[variant]['median_ms']:>9.3f} {speedups[variant]:>6.2f} "
+        print(f"{model:<11} {kind:<8} {shape:<19} {fused['median_ms']:>8.4f} "
+              + "".join(f"{kiln[variant]['median_ms']:>9.4f} {speedups[variant]:>6.2f} "
                         for _, variant, _ in RATIOS)
-              + f"{ort['median_ms']:>8.3f} {ratio:>8.2f} {fused['max_rss_mb']:>8.1f} "
+              + f"{ort['median_ms']:>8.4f} {ratio:>8.2f} {fused['max_rss_mb']:>8.1f} "
               f"{kiln['unplanned']['max_rss_mb']:>8.1f} "
               f"{memory['arena_bytes'] / megabytes:>8.2f} "
               f"{memory['weights_bytes'] / megabytes:>7.2f} {ort['max_rss_mb']:>7.1f}")

@@ -169,28 +169,48 @@ KILN_ALWAYS_INLINE void foldRows(typename Vec<W>::F (&rows)[W]) {
   }
 }
 
+/// s[0:W] = scale · q·K[r] for the W keys from `keys` on, rows kStride
+/// apart: each key's products with q summed over the depth into one vector,
+/// then the W vectors folded into the W scores. The depth loop is outside
+/// the keys so that one query vector serves W independent FMAs. Only the
+/// first `rows` keys exist when Partial; the others repeat the last, which
+/// keeps the reads in bounds, and maskScores turns their scores into -inf.
+template <int W, bool Partial>
+KILN_ALWAYS_INLINE void scoreKeys(const float *q, const float *keys,
+                                  int64_t kStride, int64_t depth, int64_t rows,
+                                  float scale, float *s) {
+  using F = typename Vec<W>::F;
+  const float *key[W];
+  F sums[W];
+#pragma GCC unroll 16
+  for (int r = 0; r < W; ++r) {
+    key[r] = keys + (Partial ? std::min<int64_t>(r, rows - 1) : r) * kStride;
+    sums[r] = F{};
+  }
+  for (int64_t d = 0; d < depth; d += W) {
+    const F query = load<W>(q + d);
+#pragma GCC unroll 16
+    for (int r = 0; r < W; ++r)
+      sums[r] += query * load<W>(key[r] + d);
+  }
+  foldRows<W, W / 2>(sums);
+  store<W>(s, sums[0] * scale);
+}
+
 /// One query row's scores against `count` keys read in place, for K rows
-/// that are contiguous and a whole number of vectors long: W keys at a time,
-/// each key's products with q summed over the depth into one vector, then
-/// the W vectors folded into the W scores. A single row (decode) cannot
-/// repay transposing K into scratch; this reads each key once.
+/// that are contiguous and a whole number of vectors long, W keys at a time.
+/// A single row (decode) cannot repay transposing K into scratch; this reads
+/// each key once.
 template <int W>
 KILN_ALWAYS_INLINE void rowScores(const float *q, const float *k,
                                   int64_t kStride, int64_t depth, int64_t count,
-                                  int64_t paddedCount, float scale, float *s) {
-  using F = typename Vec<W>::F;
-  for (int64_t j = 0; j < paddedCount; j += W) {
-    F sums[W];
-#pragma GCC unroll 16
-    for (int r = 0; r < W; ++r) {
-      sums[r] = F{};
-      if (j + r < count)
-        for (int64_t d = 0; d < depth; d += W)
-          sums[r] += load<W>(q + d) * load<W>(k + (j + r) * kStride + d);
-    }
-    foldRows<W, W / 2>(sums);
-    store<W>(s + j, sums[0] * scale);
-  }
+                                  float scale, float *s) {
+  int64_t j = 0;
+  for (; j + W <= count; j += W)
+    scoreKeys<W, false>(q, k + j * kStride, kStride, depth, W, scale, s + j);
+  if (j < count)
+    scoreKeys<W, true>(q, k + j * kStride, kStride, depth, count - j, scale,
+                       s + j);
 }
 
 /// kt[d * kKeyBlock + j] = K[j, d] for j < count, and 0 up to paddedCount.
@@ -504,8 +524,8 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
     }
     if (keysInPlace) {
       alignas(64) float s[kKeyBlock];
-      rowScores<W>(rows[0].q, k + j0 * p.ks.t, p.ks.t, p.headDim, keys,
-                   paddedKeys, p.scale, s);
+      rowScores<W>(rows[0].q, k + j0 * p.ks.t, p.ks.t, p.headDim, keys, p.scale,
+                   s);
       weighBlock<W, 1>(p, rows, j0, keys, paddedKeys, s, values, vStride, m, l,
                        acc, accWidth);
       continue;

@@ -78,36 +78,81 @@ avx512Kernel(int64_t k, const float *packedA, const float *packedB, int64_t ldb,
 constexpr int kDirectVectors = 4;
 constexpr int kDirectColumns = kDirectVectors * kLanes;
 
-template <int Rows>
+/// One vector of a row of B: all 16 lanes, or those of `mask`.
+template <bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline __m512
+loadStripVector(const float *from, __mmask16 mask) {
+  return Masked ? _mm512_maskz_loadu_ps(mask, from) : _mm512_loadu_ps(from);
+}
+
+/// acc[r] += A[r, p] · B's row p, for the Rows rows.
+template <int Rows, bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline void
+directStep(const float *a, int64_t lda, int64_t p, const float *bRow,
+           const __mmask16 (&mask)[kDirectVectors],
+           __m512 (&acc)[Rows][kDirectVectors]) {
+  __m512 vectors[kDirectVectors];
+  for (int q = 0; q < kDirectVectors; ++q)
+    vectors[q] = loadStripVector<Masked>(bRow + q * kLanes, mask[q]);
+  for (int r = 0; r < Rows; ++r) {
+    const __m512 scalar = _mm512_set1_ps(a[r * lda + p]);
+    for (int q = 0; q < kDirectVectors; ++q)
+      acc[r][q] = _mm512_fmadd_ps(scalar, vectors[q], acc[r][q]);
+  }
+}
+
+/// C[0:Rows, 0:cols] (+)= A·B over k, B rows ldb apart. Masked is false when
+/// cols is the whole strip: a masked load needs its mask in a k register,
+/// and GCC reloads all four masks on every step of k, which then waits on
+/// the one port that writes them instead of on the FMAs.
+template <int Rows, bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline void
 avx512DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
                  int64_t ldb, float *c, int64_t ldc, int64_t cols,
                  bool accumulate) {
+  // One row has only kDirectVectors accumulators, each FMA waiting on the
+  // last: too few to keep two FMA pipes busy. It sums even and odd steps of
+  // k apart and adds them at the end.
+  constexpr int Chains = Rows == 1 ? 2 : 1;
   __mmask16 mask[kDirectVectors];
-  __m512 acc[Rows][kDirectVectors];
+  __m512 acc[Chains][Rows][kDirectVectors];
   for (int q = 0; q < kDirectVectors; ++q) {
     mask[q] = laneMask(cols - q * kLanes);
-    for (int r = 0; r < Rows; ++r)
-      acc[r][q] = _mm512_setzero_ps();
+    for (int chain = 0; chain < Chains; ++chain)
+      for (int r = 0; r < Rows; ++r)
+        acc[chain][r][q] = _mm512_setzero_ps();
   }
-  for (int64_t p = 0; p < k; ++p, b += ldb) {
-    __m512 row[kDirectVectors];
-    for (int q = 0; q < kDirectVectors; ++q)
-      row[q] = _mm512_maskz_loadu_ps(mask[q], b + q * kLanes);
-    for (int r = 0; r < Rows; ++r) {
-      const __m512 scalar = _mm512_set1_ps(a[r * lda + p]);
-      for (int q = 0; q < kDirectVectors; ++q)
-        acc[r][q] = _mm512_fmadd_ps(scalar, row[q], acc[r][q]);
-    }
-  }
+  int64_t p = 0;
+  for (; p + Chains <= k; p += Chains, b += Chains * ldb)
+    for (int chain = 0; chain < Chains; ++chain)
+      directStep<Rows, Masked>(a, lda, p + chain, b + chain * ldb, mask,
+                               acc[chain]);
+  for (; p < k; ++p, b += ldb)
+    directStep<Rows, Masked>(a, lda, p, b, mask, acc[0]);
   for (int r = 0; r < Rows; ++r)
     for (int q = 0; q < kDirectVectors; ++q) {
+      for (int chain = 1; chain < Chains; ++chain)
+        acc[0][r][q] = _mm512_add_ps(acc[0][r][q], acc[chain][r][q]);
       float *out = c + r * ldc + q * kLanes;
       if (accumulate)
-        acc[r][q] =
-            _mm512_add_ps(acc[r][q], _mm512_maskz_loadu_ps(mask[q], out));
-      _mm512_mask_storeu_ps(out, mask[q], acc[r][q]);
+        acc[0][r][q] =
+            _mm512_add_ps(acc[0][r][q], loadStripVector<Masked>(out, mask[q]));
+      if (Masked)
+        _mm512_mask_storeu_ps(out, mask[q], acc[0][r][q]);
+      else
+        _mm512_storeu_ps(out, acc[0][r][q]);
     }
+}
+
+template <int Rows>
+__attribute__((target("avx512f"), always_inline)) inline void
+avx512DirectStrip(int64_t k, const float *a, int64_t lda, const float *b,
+                  int64_t ldb, float *c, int64_t ldc, int64_t cols,
+                  bool accumulate) {
+  if (cols == kDirectColumns)
+    avx512DirectRows<Rows, false>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  else
+    avx512DirectRows<Rows, true>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
 }
 
 __attribute__((target("avx512f"))) void
@@ -116,13 +161,13 @@ avx512Direct(int64_t k, const float *a, int64_t lda, const float *b,
              bool accumulate) {
   switch (rows) {
   case 1:
-    return avx512DirectRows<1>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+    return avx512DirectStrip<1>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
   case 2:
-    return avx512DirectRows<2>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+    return avx512DirectStrip<2>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
   case 3:
-    return avx512DirectRows<3>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+    return avx512DirectStrip<3>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
   default:
-    return avx512DirectRows<4>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+    return avx512DirectStrip<4>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
   }
 }
 

@@ -531,6 +531,27 @@ TEST_P(AttentionTest, NaNPropagatesUnlessMaskedAway) {
     }
 }
 
+TEST_P(AttentionTest, DecodeKeysPastTheLastAreIgnored) {
+  // A decode row reads keys in place, a vector of keys at a time; the last
+  // group of 37 (5 of 16, 8 or 4 keys) is partial, and what stands in for
+  // the missing keys must not reach the output: with the last key NaN and
+  // masked, the row is finite; kept, it is NaN.
+  std::mt19937 rng(12);
+  const Shape shape{1, 2, 2, 1, 37, 32, 32};
+  for (bool keepLast : {false, true}) {
+    const Keep keep({1, 1, 1, 37}, [&](int64_t, int64_t, int64_t, int64_t j) {
+      return uint8_t(j != 36 || keepLast);
+    });
+    Problem p(shape, rng);
+    p.k.at(0, 1, 36, 0) = kNaN;
+    p.keep = &keep;
+    p.run();
+    expectMatchesReference(p, keepLast ? "NaN key kept" : "NaN key masked");
+    EXPECT_TRUE(rowIsNaN(p, 0, 0, 0, /*all=*/false));
+    EXPECT_TRUE(rowIsNaN(p, 0, 1, 0, /*all=*/keepLast));
+  }
+}
+
 TEST_P(AttentionTest, StridedViews) {
   // Token-major Q, V and output ([b, t, h, d], as projections produce them),
   // a transposed K ([b, h, d, t]), and V with a d stride other than 1.
