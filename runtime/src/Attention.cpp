@@ -173,18 +173,18 @@ KILN_ALWAYS_INLINE void foldRows(typename Vec<W>::F (&rows)[W]) {
 /// apart: each key's products with q summed over the depth into one vector,
 /// then the W vectors folded into the W scores. The depth loop is outside
 /// the keys so that one query vector serves W independent FMAs. Only the
-/// first `rows` keys exist when Partial; the others repeat the last, which
+/// first `count` keys exist when Partial; the others repeat the last, which
 /// keeps the reads in bounds, and maskScores turns their scores into -inf.
 template <int W, bool Partial>
 KILN_ALWAYS_INLINE void scoreKeys(const float *q, const float *keys,
-                                  int64_t kStride, int64_t depth, int64_t rows,
+                                  int64_t kStride, int64_t depth, int64_t count,
                                   float scale, float *s) {
   using F = typename Vec<W>::F;
   const float *key[W];
   F sums[W];
 #pragma GCC unroll 16
   for (int r = 0; r < W; ++r) {
-    key[r] = keys + (Partial ? std::min<int64_t>(r, rows - 1) : r) * kStride;
+    key[r] = keys + (Partial ? std::min<int64_t>(r, count - 1) : r) * kStride;
     sums[r] = F{};
   }
   for (int64_t d = 0; d < depth; d += W) {

@@ -73,8 +73,8 @@ avx512Kernel(int64_t k, const float *packedA, const float *packedB, int64_t ldb,
   }
 }
 
-// 4 rows × 4 zmm of columns: 16 accumulators, and 4 vectors of B loaded once
-// per step of k for every row.
+// Up to 4 rows × 4 zmm of columns: 16 accumulators at 4 rows, and 4 vectors
+// of B loaded once per step of k for every row.
 constexpr int kDirectVectors = 4;
 constexpr int kDirectColumns = kDirectVectors * kLanes;
 
@@ -137,13 +137,14 @@ avx512DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
       if (accumulate)
         acc[0][r][q] =
             _mm512_add_ps(acc[0][r][q], loadStripVector<Masked>(out, mask[q]));
-      if (Masked)
+      if constexpr (Masked)
         _mm512_mask_storeu_ps(out, mask[q], acc[0][r][q]);
       else
         _mm512_storeu_ps(out, acc[0][r][q]);
     }
 }
 
+/// avx512DirectRows for a whole strip of 64 columns or a partial one.
 template <int Rows>
 __attribute__((target("avx512f"), always_inline)) inline void
 avx512DirectStrip(int64_t k, const float *a, int64_t lda, const float *b,

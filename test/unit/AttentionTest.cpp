@@ -278,18 +278,29 @@ TEST_P(AttentionTest, MatchesReferenceOverShapes) {
   // whole number of vectors, with head_dim != value_dim; more rows per kv
   // head than one 64-row tile.
   const Shape shapes[] = {
-      {1, 4, 4, 1, 128, 16, 16}, {2, 4, 2, 1, 65, 64, 64},
-      {1, 4, 1, 1, 300, 16, 16}, {1, 4, 4, 64, 64, 16, 16},
-      {2, 4, 2, 63, 63, 13, 13}, {1, 4, 1, 40, 40, 80, 80},
-      {1, 2, 2, 5, 300, 64, 32}, {1, 4, 2, 7, 129, 13, 20},
-      {2, 3, 3, 3, 1, 16, 16},   {1, 4, 4, 130, 127, 16, 80},
-      {1, 2, 1, 9, 64, 16, 13},  {1, 1, 1, 2, 256, 24, 8},
-      {1, 4, 2, 17, 17, 1, 3},   {1, 2, 2, 3, 64, 256, 256},
+      {1, 4, 4, 1, 128, 16, 16},
+      {2, 4, 2, 1, 65, 64, 64},
+      {1, 4, 1, 1, 300, 16, 16},
+      {1, 4, 4, 64, 64, 16, 16},
+      {2, 4, 2, 63, 63, 13, 13},
+      {1, 4, 1, 40, 40, 80, 80},
+      {1, 2, 2, 5, 300, 64, 32},
+      {1, 4, 2, 7, 129, 13, 20},
+      {2, 3, 3, 3, 1, 16, 16},
+      {1, 4, 4, 130, 127, 16, 80},
+      {1, 2, 1, 9, 64, 16, 13},
+      {1, 1, 1, 2, 256, 24, 8},
+      {1, 4, 2, 17, 17, 1, 3},
+      {1, 2, 2, 3, 64, 256, 256},
       // Decode with one row per kv head, whose keys are read in place when
       // their rows are contiguous and whole vectors: several key blocks, a
-      // partial last vector of keys, and a head size that is no whole
-      // number of vectors (transposed instead).
-      {2, 2, 2, 1, 300, 64, 64}, {1, 3, 3, 1, 37, 32, 16},
+      // partial last vector of keys, a block of fewer keys than one vector,
+      // and a head size that is no whole number of vectors (transposed
+      // instead).
+      {2, 2, 2, 1, 300, 64, 64},
+      {1, 3, 3, 1, 37, 32, 16},
+      {1, 2, 2, 1, 129, 32, 32},
+      {1, 2, 2, 1, 5, 32, 32},
       {1, 2, 2, 1, 129, 24, 24},
   };
   std::mt19937 rng(1);
@@ -533,7 +544,7 @@ TEST_P(AttentionTest, NaNPropagatesUnlessMaskedAway) {
 
 TEST_P(AttentionTest, DecodeKeysPastTheLastAreIgnored) {
   // A decode row reads keys in place, a vector of keys at a time; the last
-  // group of 37 (5 of 16, 8 or 4 keys) is partial, and what stands in for
+  // group of 37 (5 keys of 16 or 8, 1 of 4) is partial, and what stands in for
   // the missing keys must not reach the output: with the last key NaN and
   // masked, the row is finite; kept, it is NaN.
   std::mt19937 rng(12);

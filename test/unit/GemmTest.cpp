@@ -161,14 +161,16 @@ TEST_P(SgemmTest, MatchesDoubleReference) {
   // 4, 6 or 12 and nr 8, 16 or 32); k past a cache block (kc <= 384) and n
   // past a panel (nc <= 256); and shapes big enough to be split over two
   // threads (>= 4M multiply-adds: 256^3, 64x64x4096), some with one strip of
-  // rows or columns.
+  // rows or columns; direct products of whole 64-column strips, and one row
+  // with odd k (its two FMA chains and the step left over).
   const Shape shapes[] = {
-      {0, 0, 0},     {0, 5, 3},       {5, 0, 3},     {4, 5, 0},
-      {1, 1, 1},     {1, 1, 2},       {2, 3, 1},     {7, 13, 17},
-      {1, 4096, 1},  {1, 1, 4096},    {4096, 1, 3},  {6, 16, 8},
-      {12, 32, 9},   {13, 33, 5},     {5, 15, 1000}, {33, 65, 129},
-      {3, 1100, 7},  {100, 40, 600},  {97, 203, 61}, {1, 3000, 600},
-      {301, 7, 400}, {256, 256, 256}, {64, 64, 4096}};
+      {0, 0, 0},     {0, 5, 3},       {5, 0, 3},      {4, 5, 0},
+      {1, 1, 1},     {1, 1, 2},       {2, 3, 1},      {7, 13, 17},
+      {1, 4096, 1},  {1, 1, 4096},    {4096, 1, 3},   {6, 16, 8},
+      {12, 32, 9},   {13, 33, 5},     {5, 15, 1000},  {33, 65, 129},
+      {3, 1100, 7},  {100, 40, 600},  {97, 203, 61},  {1, 3000, 600},
+      {301, 7, 400}, {256, 256, 256}, {64, 64, 4096}, {2, 128, 33},
+      {1, 200, 7}};
   ThreadPool twoThreads(2);
   std::mt19937 rng(42);
   for (const Shape &shape : shapes) {
@@ -201,7 +203,7 @@ TEST_P(SgemmTest, AccumulatesIntoC) {
   for (const Shape &shape :
        {Shape{7, 13, 17}, Shape{100, 40, 600}, Shape{256, 256, 256},
         Shape{3, 4, 0}, Shape{1, 300, 64}, Shape{4, 70, 33}, Shape{2, 5, 9},
-        Shape{3, 4096, 512}}) {
+        Shape{3, 4096, 512}, Shape{1, 130, 5}}) {
     for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
       const Matrix a(shape.m, shape.k, 0, rng), b(shape.k, shape.n, 0, rng);
       const Matrix initial(shape.m, shape.n, 0, rng);
