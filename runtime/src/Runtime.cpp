@@ -98,8 +98,13 @@ struct kiln_session_s {
   kiln_model_t *model;
   std::vector<InputBinding> inputs;
   std::vector<OutputBinding> outputBindings;
+  /// Valid while hasResults; kept between runs so that their shape vectors
+  /// keep their capacity and a run allocates nothing for them.
   std::vector<OutputResult> results;
   std::vector<void *> allocations; // released before the next run and at release
+  /// Each symbolic dim name's size in the run being checked (a handful of
+  /// names: a linear search beats a map's allocations), kept for its capacity.
+  std::vector<std::pair<const std::string *, int64_t>> dimSizes;
   /// The code's intermediate buffers (see kiln-plan-memory): allocated once,
   /// reused by every run.
   std::unique_ptr<void, decltype(&std::free)> arena{nullptr, &std::free};
@@ -201,7 +206,6 @@ void kiln_session_s::releaseResults() {
   for (void *allocation : allocations)
     kiln::rt::releaseBuffer(allocation);
   allocations.clear();
-  results.clear();
   hasResults = false;
 }
 
@@ -237,9 +241,8 @@ void kiln_session_s::prepareArguments() {
 
 kiln_status_t kiln_session_s::run() {
   const kiln::rt::Artifact &artifact = *model->artifact;
-  // Every input bound, and each symbolic dim name one size across inputs
-  // (a handful of names: a linear search beats a map's allocations).
-  std::vector<std::pair<const std::string *, int64_t>> dimSizes;
+  // Every input bound, and each symbolic dim name one size across inputs.
+  dimSizes.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const kiln::rt::TensorInfo &info = artifact.inputs()[i];
     if (!inputs[i].bound)
