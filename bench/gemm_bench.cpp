@@ -80,18 +80,6 @@ std::vector<float> layOut(const std::vector<float> &b, const Shape &s,
   return b;
 }
 
-const char *layoutName(GemmLayout layout) {
-  switch (layout) {
-  case GemmLayout::Transposed:
-    return "n x k";
-  case GemmLayout::Panels:
-    return "panels";
-  case GemmLayout::RowMajor:
-    break;
-  }
-  return "k x n";
-}
-
 /// Parses "MxNxK"; false when it is not three positive integers.
 bool parseShape(const char *text, Shape &shape) {
   long long m, n, k;
@@ -163,7 +151,7 @@ int main(int argc, char **argv) {
                   c.data(), s.n, pool.get());
           });
           std::printf("%-18s %-8s %-7s %7d %10.1f\n", name, gemmIsaName(isa),
-                      layoutName(layout), threads, flops / seconds * 1e-9);
+                      gemmLayoutName(layout), threads, flops / seconds * 1e-9);
         }
       }
     }

@@ -118,39 +118,6 @@ float *threadScratch(int64_t floats) {
   return data.get();
 }
 
-/// The two-source shuffle masks of one transpose step (see transposeStep):
-/// `low` keeps the lanes outside the swapped B×B blocks of the first row and
-/// takes the second row's into them; `high` the other way round.
-template <int W, int B>
-KILN_ALWAYS_INLINE void transposeMasks(typename Vec<W>::U &low,
-                                       typename Vec<W>::U &high) {
-#pragma GCC unroll 16
-  for (int lane = 0; lane < W; ++lane) {
-    low[lane] = lane & B ? W + lane - B : lane;
-    high[lane] = lane & B ? W + lane : lane + B;
-  }
-}
-
-/// One step of an in-register transpose of W rows of W floats: swaps the
-/// off-diagonal B×B blocks of every 2B×2B diagonal block, then does the same
-/// for B/2. Template recursion keeps B, and so the shuffle masks, constant.
-template <int W, int B>
-KILN_ALWAYS_INLINE void transposeStep(typename Vec<W>::F (&rows)[W]) {
-  if constexpr (B >= 1) {
-    typename Vec<W>::U low, high;
-    transposeMasks<W, B>(low, high);
-#pragma GCC unroll 16
-    for (int i = 0; i < W; ++i) {
-      if (i & B)
-        continue;
-      const typename Vec<W>::F top = rows[i], bottom = rows[i + B];
-      rows[i] = __builtin_shuffle(top, bottom, low);
-      rows[i + B] = __builtin_shuffle(top, bottom, high);
-    }
-    transposeStep<W, B / 2>(rows);
-  }
-}
-
 /// Folds rows[0, 2B) into rows[0, B) by one transpose step (see
 /// transposeStep) whose two halves are added: the transpose's remaining
 /// steps are linear and the same for both halves, so adding early changes

@@ -177,7 +177,6 @@ struct GemmOperands {
 void transposeRows(const float *rows, int64_t ld, int64_t count, int64_t depth,
                    int64_t stride, float *packed) {
   using F = Vec<4>::F;
-  using U = Vec<4>::U;
   int64_t r = 0;
   // Four rows at a time: four sequential read streams and adjacent stores
   // run several times faster than one row at a time, and four columns of
@@ -188,20 +187,11 @@ void transposeRows(const float *rows, int64_t ld, int64_t count, int64_t depth,
     float *column = packed + r;
     int64_t p = 0;
     for (; p + 4 <= depth; p += 4, column += 4 * stride) {
-      const F low01 = __builtin_shuffle(load<4>(row0 + p), load<4>(row1 + p),
-                                        U{0, 4, 1, 5});
-      const F high01 = __builtin_shuffle(load<4>(row0 + p), load<4>(row1 + p),
-                                         U{2, 6, 3, 7});
-      const F low23 = __builtin_shuffle(load<4>(row2 + p), load<4>(row3 + p),
-                                        U{0, 4, 1, 5});
-      const F high23 = __builtin_shuffle(load<4>(row2 + p), load<4>(row3 + p),
-                                         U{2, 6, 3, 7});
-      store<4>(column, __builtin_shuffle(low01, low23, U{0, 1, 4, 5}));
-      store<4>(column + stride, __builtin_shuffle(low01, low23, U{2, 3, 6, 7}));
-      store<4>(column + 2 * stride,
-               __builtin_shuffle(high01, high23, U{0, 1, 4, 5}));
-      store<4>(column + 3 * stride,
-               __builtin_shuffle(high01, high23, U{2, 3, 6, 7}));
+      F block[4] = {load<4>(row0 + p), load<4>(row1 + p), load<4>(row2 + p),
+                    load<4>(row3 + p)};
+      transposeStep<4, 2>(block);
+      for (int i = 0; i < 4; ++i)
+        store<4>(column + i * stride, block[i]);
     }
     for (; p < depth; ++p, column += stride) {
       column[0] = row0[p];
@@ -432,6 +422,18 @@ const char *gemmIsaName(GemmIsa isa) {
     break;
   }
   return "generic";
+}
+
+const char *gemmLayoutName(GemmLayout layout) {
+  switch (layout) {
+  case GemmLayout::Transposed:
+    return "n x k";
+  case GemmLayout::Panels:
+    return "panels";
+  case GemmLayout::RowMajor:
+    break;
+  }
+  return "k x n";
 }
 
 GemmIsa activeGemmIsa() {

@@ -45,6 +45,8 @@ enum class GemmLayout : int64_t {
   // microkernels read it in place.
   Panels = 2,
 };
+/// "k x n", "n x k" or "panels": how B is stored, for reports and tests.
+const char *gemmLayoutName(GemmLayout layout);
 
 /// Columns per panel of GemmLayout::Panels: a multiple of every
 /// microkernel's strip width. The compiler's LinearOp::kPanelWidth: keep the

@@ -1,10 +1,12 @@
-//===- VectorMath.h - W-float vectors for the ISA-generic kernels -*- C++ -*-===//
+//===- VectorMath.h - W-float vectors for the ISA-generic kernels -*- C++
+//-*-===//
 //
 // The attention kernel and the GEMM epilogue are written once on GCC vector
 // extensions of W floats and instantiated inside an AVX-512F, an AVX2+FMA
 // and a baseline wrapper (target attributes), picked by activeGemmIsa(). The
 // helpers here are always inlined into those wrappers, so they compile for
-// the wrapper's ISA and no vector ever crosses a call.
+// the wrapper's ISA and no vector ever crosses a call. The GEMM's packing
+// of A uses the in-register transpose at 4 lanes, the baseline's own width.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_RUNTIME_VECTORMATH_H
@@ -113,6 +115,39 @@ KILN_ALWAYS_INLINE typename Vec<W>::F exactGelu(const typename Vec<W>::F &x) {
   poly = poly * t + 0.254829592f;
   const F halfErfc = 0.5f * poly * t * vecExp<W>(-z * z);
   return x * (x < 0.0f ? halfErfc : 1.0f - halfErfc);
+}
+
+/// The two-source shuffle masks of one transpose step (see transposeStep):
+/// `low` keeps the lanes outside the swapped B×B blocks of the first row and
+/// takes the second row's into them; `high` the other way round.
+template <int W, int B>
+KILN_ALWAYS_INLINE void transposeMasks(typename Vec<W>::U &low,
+                                       typename Vec<W>::U &high) {
+#pragma GCC unroll 16
+  for (int lane = 0; lane < W; ++lane) {
+    low[lane] = lane & B ? W + lane - B : lane;
+    high[lane] = lane & B ? W + lane : lane + B;
+  }
+}
+
+/// One step of an in-register transpose of W rows of W floats: swaps the
+/// off-diagonal B×B blocks of every 2B×2B diagonal block, then does the same
+/// for B/2. Template recursion keeps B, and so the shuffle masks, constant.
+template <int W, int B>
+KILN_ALWAYS_INLINE void transposeStep(typename Vec<W>::F (&rows)[W]) {
+  if constexpr (B >= 1) {
+    typename Vec<W>::U low, high;
+    transposeMasks<W, B>(low, high);
+#pragma GCC unroll 16
+    for (int i = 0; i < W; ++i) {
+      if (i & B)
+        continue;
+      const typename Vec<W>::F top = rows[i], bottom = rows[i + B];
+      rows[i] = __builtin_shuffle(top, bottom, low);
+      rows[i + B] = __builtin_shuffle(top, bottom, high);
+    }
+    transposeStep<W, B / 2>(rows);
+  }
 }
 
 } // namespace kiln::rt

@@ -97,18 +97,6 @@ struct WeightMatrix {
 constexpr GemmLayout kAllLayouts[] = {
     GemmLayout::RowMajor, GemmLayout::Transposed, GemmLayout::Panels};
 
-std::string layoutName(GemmLayout layout) {
-  switch (layout) {
-  case GemmLayout::Transposed:
-    return " transposed";
-  case GemmLayout::Panels:
-    return " panels";
-  case GemmLayout::RowMajor:
-    break;
-  }
-  return "";
-}
-
 struct Shape {
   int64_t m, n, k;
 };
@@ -185,8 +173,8 @@ TEST_P(SgemmTest, MatchesDoubleReference) {
           sgemm(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.data(),
                 b.ld(), layout, c.data.data(), c.ld, pool);
           expectProduct(a, b, c,
-                        shapeName(shape) + layoutName(layout) + " padding " +
-                            std::to_string(padding) +
+                        shapeName(shape) + " " + gemmLayoutName(layout) +
+                            " padding " + std::to_string(padding) +
                             (pool ? " 2 threads" : " serial"));
         }
       }
@@ -298,7 +286,7 @@ TEST_P(SgemmTest, AppliesEpilogue) {
           epilogue.residual = withResidual ? residual.data.data() : nullptr;
           epilogue.ldr = residual.ld;
           const std::string what =
-              shapeName(shape) + layoutName(layout) + " activation " +
+              shapeName(shape) + " " + gemmLayoutName(layout) + " activation " +
               std::to_string(int(activation)) + (withBias ? " bias" : "") +
               (withGate ? " gate" : "") + (withResidual ? " residual" : "");
           Matrix c(shape.m, shape.n, 3, rng);
