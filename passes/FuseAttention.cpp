@@ -4,7 +4,8 @@
 // of the where, the bias add and the scale optional, and replaces it with one
 // kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
 // Grouped-query attention's repeat_kv of K and V is then absorbed into the
-// op, which maps query heads to key/value heads itself.
+// op, which maps query heads to key/value heads itself, and so is a decode
+// step's append of the new keys and values to the KV cache.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PatternUtils.h"
@@ -169,8 +170,9 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
       return rewriter.notifyMatchFailure(output, "K is not read transposed");
 
     auto attention = rewriter.create<AttentionOp>(
-        output.getLoc(), output.getType(), query, key, value, chain->keep,
-        chain->bias, rewriter.getF32FloatAttr(chain->scale),
+        output.getLoc(), output.getType(), TypeRange(), query, key, value,
+        ValueRange(), chain->keep, chain->bias,
+        rewriter.getF32FloatAttr(chain->scale),
         rewriter.getF32FloatAttr(chain->keep ? chain->maskedValue : 0.0));
     rewriter.replaceOp(output, attention.getResult());
     return success();
@@ -226,6 +228,9 @@ struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
 
   LogicalResult matchAndRewrite(AttentionOp attention,
                                 PatternRewriter &rewriter) const override {
+    // A past has as many heads as the key it is concatenated with.
+    if (!attention.getPast().empty())
+      return rewriter.notifyMatchFailure(attention, "has a past");
     auto key = matchRepeatedHeads(attention.getKey());
     auto value = matchRepeatedHeads(attention.getValue());
     if (!key || !value || key->second != value->second)
@@ -237,13 +242,93 @@ struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
     int64_t kvHeads = cast<RankedTensorType>(key->first.getType()).getDimSize(1);
     int64_t heads = cast<RankedTensorType>(attention.getQuery().getType()).getDimSize(1);
     if (ShapedType::isDynamic(heads))
-      heads = cast<RankedTensorType>(attention.getType()).getDimSize(1);
+      heads =
+          cast<RankedTensorType>(attention.getResult().getType()).getDimSize(1);
     if (heads != kvHeads * key->second)
       return rewriter.notifyMatchFailure(attention, "query heads not Hkv·group");
     rewriter.replaceOpWithNewOp<AttentionOp>(
-        attention, attention.getType(), attention.getQuery(), key->first,
-        value->first, attention.getKeep(), attention.getBias(),
-        attention.getScaleAttr(), attention.getMaskedValueAttr());
+        attention, attention.getResultTypes(), attention.getQuery(), key->first,
+        value->first, attention.getPast(), attention.getKeep(),
+        attention.getBias(), attention.getScaleAttr(),
+        attention.getMaskedValueAttr());
+    return success();
+  }
+};
+
+/// The KV-cache concat that `rows` is, concat(past, new) along dim 2, when
+/// the attention may absorb it: its other users read only its dims (which
+/// the inputs' dims give) or come after the attention (typically the graph's
+/// present outputs), where the attention's present can replace it.
+ConcatOp matchCacheConcat(Value rows, AttentionOp attention) {
+  auto concat = rows.getDefiningOp<ConcatOp>();
+  if (!concat || concat.getAxis() != 2 || concat.getInputs().size() != 2 ||
+      !isRank4F32(concat.getInputs()[0]))
+    return nullptr;
+  for (Operation *user : concat->getUsers())
+    if (user != attention && !isa<DimOp>(user) &&
+        (user->getBlock() != attention->getBlock() ||
+         !attention->isBeforeInBlock(user)))
+      return nullptr;
+  return concat;
+}
+
+/// Reads each dim of `concat` from its inputs instead: the sum of their
+/// lengths along its axis, the first input's size elsewhere (which the
+/// others must match).
+void readDimsFromInputs(ConcatOp concat, PatternRewriter &rewriter) {
+  for (Operation *user : llvm::make_early_inc_range(concat->getUsers())) {
+    auto dim = dyn_cast<DimOp>(user);
+    if (!dim)
+      continue;
+    rewriter.setInsertionPoint(dim);
+    auto dimOf = [&](Value input) {
+      return rewriter.create<DimOp>(dim.getLoc(), dim.getType(), input,
+                                    dim.getIndexAttr());
+    };
+    ValueRange inputs = concat.getInputs();
+    if (dim.getIndex() != concat.getAxis()) {
+      rewriter.replaceOp(dim, dimOf(inputs[0]));
+      continue;
+    }
+    Value length = dimOf(inputs[0]);
+    for (Value input : inputs.drop_front())
+      length = rewriter.create<AddOp>(dim.getLoc(), dim.getType(), length,
+                                      dimOf(input));
+    rewriter.replaceOp(dim, length);
+  }
+}
+
+/// attention(q, concat(past_k, k), concat(past_v, v)) →
+/// attention(q, k, v past past_k, past_v), whose presents replace the
+/// concats: the kernel copies each row of the cache into the present as it
+/// reads it, instead of the concat copying it all before the attention reads
+/// it all again.
+struct AbsorbCacheConcat : public OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp attention,
+                                PatternRewriter &rewriter) const override {
+    if (!attention.getPast().empty())
+      return rewriter.notifyMatchFailure(attention, "already has a past");
+    ConcatOp keys = matchCacheConcat(attention.getKey(), attention);
+    ConcatOp values = matchCacheConcat(attention.getValue(), attention);
+    if (!keys || !values || keys == values)
+      return rewriter.notifyMatchFailure(
+          attention, "K and V are not each a cache concat on dim 2");
+    readDimsFromInputs(keys, rewriter);
+    readDimsFromInputs(values, rewriter);
+    rewriter.setInsertionPoint(attention);
+    auto fused = rewriter.create<AttentionOp>(
+        attention.getLoc(),
+        TypeRange{attention.getResult().getType(), keys.getType(),
+                  values.getType()},
+        attention.getQuery(), keys.getInputs()[1], values.getInputs()[1],
+        ValueRange{keys.getInputs()[0], values.getInputs()[0]},
+        attention.getKeep(), attention.getBias(), attention.getScaleAttr(),
+        attention.getMaskedValueAttr());
+    rewriter.replaceOp(attention, fused.getResult());
+    rewriter.replaceOp(keys, fused.getPresents()[0]);
+    rewriter.replaceOp(values, fused.getPresents()[1]);
     return success();
   }
 };
@@ -252,7 +337,8 @@ struct FuseAttentionPass
     : public impl::KilnFuseAttentionBase<FuseAttentionPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseAttentionPattern, AbsorbRepeatedHeads>(&getContext());
+    patterns.add<FuseAttentionPattern, AbsorbRepeatedHeads, AbsorbCacheConcat>(
+        &getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -96,6 +96,14 @@ def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
     group size, the attention reads the un-repeated K and V instead and maps
     query head h to key/value head h / group itself.
 
+    A decode step attends to the KV cache with the new keys and values
+    appended: K = concat(past_k, k) and V = concat(past_v, v) along dim 2,
+    the concatenations also being the graph's present outputs. When both
+    are such two-part concats whose other users come after the attention
+    (or only read their dims), the attention takes the past as operands and
+    returns the concatenations as its presents, so the kernel copies each
+    cached row while it reads it instead of a concat copying them all first.
+
     It does not fire when an intermediate has another user (the scores, the
     probabilities, ...), when a mask would broadcast the scores to a larger
     shape, when batch or head dims would broadcast between Q, K and V, when

@@ -213,8 +213,14 @@ private:
         return here;
       return next(matmul.getLhs(), dim);
     }
-    if (auto attention = dyn_cast<AttentionOp>(op))
-      return dim < 3 ? next(attention.getQuery(), dim) : here;
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (value == attention.getResult())
+        return dim < 3 ? next(attention.getQuery(), dim) : here;
+      // A present is its past and the new rows, concatenated along dim 2.
+      Value rows = value == attention.getPresents()[0] ? attention.getKey()
+                                                       : attention.getValue();
+      return dim == 2 ? here : next(rows, dim);
+    }
     if (auto split = dyn_cast<SplitOp>(op))
       return dim == static_cast<int64_t>(split.getAxis())
                  ? here

@@ -112,6 +112,25 @@ std::optional<Shape> broadcast(ArrayRef<Shape> shapes) {
   return Shape(result);
 }
 
+/// The shape of `inputs` concatenated along `axis`: the sum of their sizes
+/// there, elsewhere the first static size among them.
+Shape concatShape(ValueRange inputs, int64_t axis) {
+  Shape shape = shapeOf(inputs.front());
+  shape[axis] = 0;
+  for (Value input : inputs) {
+    for (auto [dim, size] : llvm::enumerate(shapeOf(input))) {
+      if (static_cast<int64_t>(dim) == axis)
+        shape[dim] =
+            ShapedType::isDynamic(size) || ShapedType::isDynamic(shape[dim])
+                ? kDynamic
+                : shape[dim] + size;
+      else if (ShapedType::isDynamic(shape[dim]))
+        shape[dim] = size;
+    }
+  }
+  return shape;
+}
+
 /// The shapes of `op`'s results as its operands prove them, or nullopt for
 /// ops it does not know.
 std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
@@ -181,7 +200,13 @@ std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
       .Case([&](AttentionOp attention) {
         Shape query = shapeOf(attention.getQuery());
         query.back() = shapeOf(attention.getValue()).back();
-        return one(query);
+        SmallVector<Shape> shapes = {query};
+        if (Value pastKey = attention.getPastKey()) {
+          shapes.push_back(concatShape({pastKey, attention.getKey()}, 2));
+          shapes.push_back(
+              concatShape({attention.getPastValue(), attention.getValue()}, 2));
+        }
+        return R(shapes);
       })
       .Case([&](SliceOp slice) -> R {
         Shape shape = shapeOf(slice.getInput());
@@ -204,22 +229,7 @@ std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
         return one(shape);
       })
       .Case([&](ConcatOp concat) {
-        int64_t axis = concat.getAxis();
-        Shape shape = shapeOf(concat.getInputs()[0]);
-        shape[axis] = 0;
-        for (Value input : concat.getInputs()) {
-          Shape part = shapeOf(input);
-          for (auto [dim, size] : llvm::enumerate(part)) {
-            if (static_cast<int64_t>(dim) == axis)
-              shape[dim] = ShapedType::isDynamic(size) ||
-                                   ShapedType::isDynamic(shape[dim])
-                               ? kDynamic
-                               : shape[dim] + size;
-            else if (ShapedType::isDynamic(shape[dim]))
-              shape[dim] = size;
-          }
-        }
-        return one(shape);
+        return one(concatShape(concat.getInputs(), concat.getAxis()));
       })
       .Case([&](SplitOp split) {
         SmallVector<Shape> shapes;

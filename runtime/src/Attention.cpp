@@ -8,6 +8,11 @@
 // running max and sum, and adds p·V to its f32 output accumulators, which are
 // rescaled whenever a row's max grows. No buffer grows with kv_len.
 //
+// The keys and values may come in two parts, a past (the KV cache) and the
+// new rows, which the kernel also writes out concatenated (the presents):
+// the first tile of each kv head copies each block there just before it
+// uses it, and then reads the block back from the presents, in L1.
+//
 // One source serves every ISA: the kernel is written on GCC vector extensions
 // of W floats and instantiated inside an AVX-512F, an AVX2+FMA and a baseline
 // wrapper, picked by activeGemmIsa() so that KILN_ISA governs both kernels.
@@ -20,6 +25,7 @@
 #include "runtime/src/VectorMath.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <new>
@@ -69,14 +75,28 @@ struct Strides {
   int64_t b, h, t, d; // for keep and bias: b, h, query row, key
 };
 
-struct Problem {
-  int64_t batch, heads, kvHeads, qLen, kvLen, headDim, valueDim;
-  const float *q;
-  Strides qs;
+/// Rows of keys and their values: the past (the KV cache) or the new rows.
+struct KeyValueRows {
+  int64_t length;
   const float *k;
   Strides ks;
   const float *v;
   Strides vs;
+};
+
+/// Where the keys and values attended to are written out, or null.
+struct Presents {
+  float *k;
+  Strides ks;
+  float *v;
+  Strides vs;
+};
+
+struct Problem {
+  int64_t batch, heads, kvHeads, qLen, headDim, valueDim;
+  const float *q;
+  Strides qs;
+  KeyValueRows past, current; // attended to in this order
   const uint8_t *keep;
   Strides keeps;
   float maskedValue;
@@ -85,7 +105,9 @@ struct Problem {
   float scale;
   float *out;
   Strides outs;
+  Presents presents;
 
+  int64_t kvLen() const { return past.length + current.length; }
   int64_t group() const { return heads / kvHeads; }
   int64_t tilesPerKvHead() const { return ceilDiv(group() * qLen, kTileRows); }
   int64_t tiles() const { return batch * kvHeads * tilesPerKvHead(); }
@@ -225,6 +247,56 @@ void packValues(const float *v, int64_t st, int64_t sd, int64_t count,
       packed[e] = row[e * sd];
     std::fill(packed + width, packed + paddedWidth, 0.0f);
   }
+}
+
+/// dst[j, e] = src[j, e] for `count` rows of `width` floats.
+void copyRows(const float *src, int64_t srcRowStride, int64_t srcStride,
+              float *dst, int64_t dstRowStride, int64_t dstStride,
+              int64_t count, int64_t width) {
+  if (srcStride != 1 || dstStride != 1) {
+    for (int64_t j = 0; j < count; ++j)
+      for (int64_t e = 0; e < width; ++e)
+        dst[j * dstRowStride + e * dstStride] =
+            src[j * srcRowStride + e * srcStride];
+    return;
+  }
+  if (srcRowStride == width && dstRowStride == width) {
+    std::memcpy(dst, src, count * width * sizeof(float));
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j)
+    std::memcpy(dst + j * dstRowStride, src + j * srcRowStride,
+                width * sizeof(float));
+}
+
+/// Copies rows [j0, j0 + count) of kv head `kvHead` of batch entry `b` from
+/// `rows` to the presents, at key index `to` there.
+void copyToPresents(const Problem &p, const KeyValueRows &rows, int64_t b,
+                    int64_t kvHead, int64_t j0, int64_t count, int64_t to) {
+  const Presents &out = p.presents;
+  if (count <= 0)
+    return;
+  if (out.k)
+    copyRows(rows.k + b * rows.ks.b + kvHead * rows.ks.h + j0 * rows.ks.t,
+             rows.ks.t, rows.ks.d,
+             out.k + b * out.ks.b + kvHead * out.ks.h + to * out.ks.t, out.ks.t,
+             out.ks.d, count, p.headDim);
+  if (out.v)
+    copyRows(rows.v + b * rows.vs.b + kvHead * rows.vs.h + j0 * rows.vs.t,
+             rows.vs.t, rows.vs.d,
+             out.v + b * out.vs.b + kvHead * out.vs.h + to * out.vs.t, out.vs.t,
+             out.vs.d, count, p.valueDim);
+}
+
+/// Writes keys [first, first + count) of kv head `kvHead` of batch entry
+/// `b`, from the past and the new rows, to the presents.
+void appendToPresents(const Problem &p, int64_t b, int64_t kvHead,
+                      int64_t first, int64_t count) {
+  const int64_t fromPast = std::clamp<int64_t>(p.past.length - first, 0, count);
+  copyToPresents(p, p.past, b, kvHead, first, fromPast, first);
+  copyToPresents(p, p.current, b, kvHead,
+                 std::max<int64_t>(first - p.past.length, 0), count - fromPast,
+                 first + fromPast);
 }
 
 /// s[r][j0:j0+C·W] = scale · Σ_d q[r][d]·kt[d][j0:...] for the R rows.
@@ -458,53 +530,72 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
     rows[r].out = p.out + b * p.outs.b + h * p.outs.h + i * p.outs.t;
   }
 
-  // V rows are read W floats at a time, so they are used in place only when
-  // contiguous and a whole number of vectors wide.
   const int64_t accWidth = ceilDiv(p.valueDim, W) * W;
-  const bool packV = p.vs.d != 1 || accWidth != p.valueDim;
   float *kt = scratch;
   float *vPacked = kt + p.headDim * kKeyBlock;
-  float *acc = vPacked + (packV ? kKeyBlock * accWidth : 0);
+  float *acc = vPacked + kKeyBlock * accWidth;
   std::fill(acc, acc + count * accWidth, 0.0f);
   float m[kTileRows];
   F l[kTileRows];
   std::fill(m, m + count, -kInfinity);
   std::fill(l, l + count, F{});
 
-  const float *k = p.k + b * p.ks.b + kvHead * p.ks.h;
-  const float *v = p.v + b * p.vs.b + kvHead * p.vs.h;
-  // One row (a decode step without grouped heads) reads K in place.
-  const bool keysInPlace =
-      count == 1 && p.ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
-  for (int64_t j0 = 0; j0 < p.kvLen; j0 += kKeyBlock) {
-    const int64_t keys = std::min(kKeyBlock, p.kvLen - j0);
-    const int64_t paddedKeys = ceilDiv(keys, W) * W;
-    if (!keysInPlace)
-      transposeKeys<W>(k + j0 * p.ks.t, p.ks.t, p.ks.d, keys, paddedKeys,
-                       p.headDim, kt);
-    const float *values = v + j0 * p.vs.t;
-    int64_t vStride = p.vs.t;
-    if (packV) {
-      packValues(values, p.vs.t, p.vs.d, keys, p.valueDim, accWidth, vPacked);
-      values = vPacked;
-      vStride = accWidth;
+  // The first tile of each kv head also writes its rows to the presents,
+  // each block just before it is read. With both presents it then reads
+  // them back, while still in cache: the past and the new rows as one run.
+  const bool appends = first == 0 && (p.presents.k || p.presents.v);
+  const KeyValueRows cache = {p.kvLen(), p.presents.k, p.presents.ks,
+                              p.presents.v, p.presents.vs};
+  const bool readsCache = appends && p.presents.k && p.presents.v;
+  const KeyValueRows segments[] = {p.past, p.current};
+  const KeyValueRows *sources = readsCache ? &cache : segments;
+  const int sourceCount = readsCache ? 1 : 2;
+  int64_t keyIndex = 0; // of the segment's first row among all keys
+  for (int source = 0; source < sourceCount; ++source) {
+    const KeyValueRows &segment = sources[source];
+    const float *k = segment.k + b * segment.ks.b + kvHead * segment.ks.h;
+    const float *v = segment.v + b * segment.vs.b + kvHead * segment.vs.h;
+    // One row (a decode step without grouped heads) reads K in place.
+    const bool keysInPlace =
+        count == 1 && segment.ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
+    // V rows are read W floats at a time, so they are used in place only
+    // when contiguous and a whole number of vectors wide.
+    const bool packV = segment.vs.d != 1 || accWidth != p.valueDim;
+    for (int64_t j0 = 0; j0 < segment.length; j0 += kKeyBlock) {
+      const int64_t keys = std::min(kKeyBlock, segment.length - j0);
+      const int64_t paddedKeys = ceilDiv(keys, W) * W;
+      const int64_t at = keyIndex + j0;
+      if (appends)
+        appendToPresents(p, b, kvHead, at, keys);
+      if (!keysInPlace)
+        transposeKeys<W>(k + j0 * segment.ks.t, segment.ks.t, segment.ks.d,
+                         keys, paddedKeys, p.headDim, kt);
+      const float *values = v + j0 * segment.vs.t;
+      int64_t vStride = segment.vs.t;
+      if (packV) {
+        packValues(values, segment.vs.t, segment.vs.d, keys, p.valueDim,
+                   accWidth, vPacked);
+        values = vPacked;
+        vStride = accWidth;
+      }
+      if (keysInPlace) {
+        alignas(64) float s[kKeyBlock];
+        rowScores<W>(rows[0].q, k + j0 * segment.ks.t, segment.ks.t, p.headDim,
+                     keys, p.scale, s);
+        weighBlock<W, 1>(p, rows, at, keys, paddedKeys, s, values, vStride, m,
+                         l, acc, accWidth);
+        continue;
+      }
+      int64_t r = 0;
+      for (; r + kRowBlock <= count; r += kRowBlock)
+        rowBlockStep<W, kRowBlock>(p, rows + r, at, keys, paddedKeys, kt,
+                                   values, vStride, m + r, l + r,
+                                   acc + r * accWidth, accWidth);
+      for (; r < count; ++r)
+        rowBlockStep<W, 1>(p, rows + r, at, keys, paddedKeys, kt, values,
+                           vStride, m + r, l + r, acc + r * accWidth, accWidth);
     }
-    if (keysInPlace) {
-      alignas(64) float s[kKeyBlock];
-      rowScores<W>(rows[0].q, k + j0 * p.ks.t, p.ks.t, p.headDim, keys, p.scale,
-                   s);
-      weighBlock<W, 1>(p, rows, j0, keys, paddedKeys, s, values, vStride, m, l,
-                       acc, accWidth);
-      continue;
-    }
-    int64_t r = 0;
-    for (; r + kRowBlock <= count; r += kRowBlock)
-      rowBlockStep<W, kRowBlock>(p, rows + r, j0, keys, paddedKeys, kt, values,
-                                 vStride, m + r, l + r, acc + r * accWidth,
-                                 accWidth);
-    for (; r < count; ++r)
-      rowBlockStep<W, 1>(p, rows + r, j0, keys, paddedKeys, kt, values, vStride,
-                         m + r, l + r, acc + r * accWidth, accWidth);
+    keyIndex += segment.length;
   }
 
   for (int64_t r = 0; r < count; ++r) {
@@ -577,47 +668,69 @@ TileRunner tileRunnerFor(GemmIsa isa) {
 
 extern "C" void kiln_ukernel_attention(
     int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
-    int64_t kv_len, int64_t head_dim, int64_t value_dim, const float *q,
-    int64_t q_sb, int64_t q_sh, int64_t q_st, int64_t q_sd, const float *k,
-    int64_t k_sb, int64_t k_sh, int64_t k_st, int64_t k_sd, const float *v,
-    int64_t v_sb, int64_t v_sh, int64_t v_st, int64_t v_sd, const uint8_t *keep,
-    int64_t keep_sb, int64_t keep_sh, int64_t keep_sq, int64_t keep_sk,
-    float masked_value, const float *bias, int64_t bias_sb, int64_t bias_sh,
-    int64_t bias_sq, int64_t bias_sk, float scale, float *out, int64_t out_sb,
-    int64_t out_sh, int64_t out_st, int64_t out_sd) {
+    int64_t past_len, int64_t kv_len, int64_t head_dim, int64_t value_dim,
+    const float *q, int64_t q_sb, int64_t q_sh, int64_t q_st, int64_t q_sd,
+    const float *past_k, int64_t past_k_sb, int64_t past_k_sh,
+    int64_t past_k_st, int64_t past_k_sd, const float *k, int64_t k_sb,
+    int64_t k_sh, int64_t k_st, int64_t k_sd, const float *past_v,
+    int64_t past_v_sb, int64_t past_v_sh, int64_t past_v_st, int64_t past_v_sd,
+    const float *v, int64_t v_sb, int64_t v_sh, int64_t v_st, int64_t v_sd,
+    const uint8_t *keep, int64_t keep_sb, int64_t keep_sh, int64_t keep_sq,
+    int64_t keep_sk, float masked_value, const float *bias, int64_t bias_sb,
+    int64_t bias_sh, int64_t bias_sq, int64_t bias_sk, float scale, float *out,
+    int64_t out_sb, int64_t out_sh, int64_t out_st, int64_t out_sd,
+    float *present_k, int64_t present_k_sb, int64_t present_k_sh,
+    int64_t present_k_st, int64_t present_k_sd, float *present_v,
+    int64_t present_v_sb, int64_t present_v_sh, int64_t present_v_st,
+    int64_t present_v_sd) {
   using namespace kiln::rt;
-  if (batch <= 0 || heads <= 0 || q_len <= 0 || value_dim <= 0)
+  if (batch <= 0 || kv_heads <= 0)
     return;
-  if (kv_len <= 0) {
-    // An empty softmax times an empty V: the sum over no keys.
+  const Problem problem{
+      batch,
+      heads,
+      kv_heads,
+      q_len,
+      head_dim,
+      value_dim,
+      q,
+      {q_sb, q_sh, q_st, q_sd},
+      {std::max<int64_t>(past_len, 0),
+       past_k,
+       {past_k_sb, past_k_sh, past_k_st, past_k_sd},
+       past_v,
+       {past_v_sb, past_v_sh, past_v_st, past_v_sd}},
+      {std::max<int64_t>(kv_len, 0),
+       k,
+       {k_sb, k_sh, k_st, k_sd},
+       v,
+       {v_sb, v_sh, v_st, v_sd}},
+      keep,
+      {keep_sb, keep_sh, keep_sq, keep_sk},
+      masked_value,
+      bias,
+      {bias_sb, bias_sh, bias_sq, bias_sk},
+      scale,
+      out,
+      {out_sb, out_sh, out_st, out_sd},
+      {present_k,
+       {present_k_sb, present_k_sh, present_k_st, present_k_sd},
+       present_v,
+       {present_v_sb, present_v_sh, present_v_st, present_v_sd}}};
+  if (heads <= 0 || q_len <= 0 || value_dim <= 0 || problem.kvLen() == 0) {
+    // No tile runs to write the presents as it reads the rows.
     for (int64_t b = 0; b < batch; ++b)
-      for (int64_t h = 0; h < heads; ++h)
-        for (int64_t i = 0; i < q_len; ++i)
-          for (int64_t e = 0; e < value_dim; ++e)
-            out[b * out_sb + h * out_sh + i * out_st + e * out_sd] = 0.0f;
+      for (int64_t kvHead = 0; kvHead < kv_heads; ++kvHead)
+        appendToPresents(problem, b, kvHead, 0, problem.kvLen());
+    // An empty softmax times an empty V: the sum over no keys.
+    if (problem.kvLen() == 0)
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < q_len; ++i)
+            for (int64_t e = 0; e < value_dim; ++e)
+              out[b * out_sb + h * out_sh + i * out_st + e * out_sd] = 0.0f;
     return;
   }
-  const Problem problem{batch,
-                        heads,
-                        kv_heads,
-                        q_len,
-                        kv_len,
-                        head_dim,
-                        value_dim,
-                        q,
-                        {q_sb, q_sh, q_st, q_sd},
-                        k,
-                        {k_sb, k_sh, k_st, k_sd},
-                        v,
-                        {v_sb, v_sh, v_st, v_sd},
-                        keep,
-                        {keep_sb, keep_sh, keep_sq, keep_sk},
-                        masked_value,
-                        bias,
-                        {bias_sb, bias_sh, bias_sq, bias_sk},
-                        scale,
-                        out,
-                        {out_sb, out_sh, out_st, out_sd}};
   const TileRunner run = tileRunnerFor(activeGemmIsa());
   const int64_t tiles = problem.tiles();
   ThreadPool *pool = currentThreadPool();
@@ -626,7 +739,7 @@ extern "C" void kiln_ukernel_attention(
   const int64_t threads = std::min<int64_t>(
       tiles,
       threadsWorthUsing(pool, static_cast<double>(batch) * heads * q_len *
-                                  kv_len * (head_dim + value_dim)));
+                                  problem.kvLen() * (head_dim + value_dim)));
   if (threads <= 1) {
     run(problem, 0, tiles);
     return;

@@ -342,3 +342,81 @@ func.func @query_heads_unknown(%q: tensor<?x?x?x16xf32>, %k: tensor<?x2x?x16xf32
   %o = kiln.matmul %p, %vr : (tensor<?x?x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x?x?x16xf32>
   return %o : tensor<?x?x?x16xf32>
 }
+
+// -----
+
+// Tests that a decode step's KV cache append, concat(past, new) along the
+// length for K and V, is absorbed: the attention reads the past and the new
+// rows, its presents replace the concats (here returned, as the graph's
+// present outputs are), and a read of the cache's length before the
+// attention becomes the sum of the past's and the new rows' lengths (the
+// latter static, so a constant).
+
+// CHECK-LABEL: func.func @kv_cache_append
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x1x16xf32>, %[[K:.+]]: tensor<?x4x1x16xf32>, %[[V:.+]]: tensor<?x4x1x16xf32>, %[[PK:.+]]: tensor<?x4x?x16xf32>, %[[PV:.+]]: tensor<?x4x?x16xf32>)
+//   CHECK-DAG: %[[PLEN:.+]] = kiln.dim %[[PK]] {index = 2 : i64}
+//   CHECK-DAG: %[[KLEN:.+]] = kiln.constant dense<1> : tensor<i64>
+//       CHECK: %[[LEN:.+]] = kiln.add %[[PLEN]], %[[KLEN]]
+//       CHECK: %[[O:.+]], %[[P:.+]]:2 = kiln.attention %[[Q]], %[[K]], %[[V]] past %[[PK]], %[[PV]] {scale = 2.500000e-01 : f32}
+//  CHECK-SAME: -> (tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>)
+//   CHECK-NOT: kiln.concat
+//       CHECK: return %[[O]], %[[P]]#0, %[[P]]#1, %[[LEN]]
+func.func @kv_cache_append(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x1x16xf32>, %v: tensor<?x4x1x16xf32>,
+                           %pk: tensor<?x4x?x16xf32>, %pv: tensor<?x4x?x16xf32>)
+    -> (tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<i64>) {
+  %kc = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x1x16xf32>) -> tensor<?x4x?x16xf32>
+  %vc = kiln.concat %pv, %v {axis = 2 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x1x16xf32>) -> tensor<?x4x?x16xf32>
+  %len = kiln.dim %kc {index = 2 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %kt = kiln.transpose %kc {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x1x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x1x?xf32>
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %s, %c4 : (tensor<?x4x1x?xf32>, tensor<f32>) -> tensor<?x4x1x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x4x1x?xf32>
+  %o = kiln.matmul %p, %vc : (tensor<?x4x1x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x1x16xf32>
+  return %o, %kc, %vc, %len : tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<i64>
+}
+
+// -----
+
+// Tests that a cache concat whose contents something reads before the
+// attention stays: the present would come too late for that reader.
+
+// CHECK-LABEL: func.func @cache_read_before_attention
+//       CHECK: kiln.concat
+//       CHECK: kiln.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f32}
+func.func @cache_read_before_attention(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %v: tensor<1x4x1x16xf32>,
+                                       %pk: tensor<1x4x7x16xf32>, %pv: tensor<1x4x7x16xf32>)
+    -> (tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>) {
+  %kc = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x8x16xf32>
+  %vc = kiln.concat %pv, %v {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x8x16xf32>
+  %twice = kiln.add %kc, %kc : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  %o = kiln.attention %q, %kc, %vc {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x1x16xf32>
+  return %o, %twice : tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests that concats that are no cache append stay: along the heads, of
+// three parts, and for K alone (K and V must both be appended to).
+
+// CHECK-LABEL: func.func @not_cache_appends
+//   CHECK-NOT: past
+//       CHECK: return
+func.func @not_cache_appends(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %v: tensor<1x4x1x16xf32>,
+                             %pk: tensor<1x4x7x16xf32>, %pv: tensor<1x4x7x16xf32>, %v8: tensor<1x4x8x16xf32>,
+                             %k2: tensor<1x2x8x16xf32>, %v2: tensor<1x2x8x16xf32>)
+    -> (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>) {
+  %kh = kiln.concat %k2, %k2 {axis = 1 : i64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  %vh = kiln.concat %v2, %v2 {axis = 1 : i64} : (tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) -> tensor<1x4x8x16xf32>
+  %heads = kiln.attention %q, %kh, %vh {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x1x16xf32>
+  %k3 = kiln.concat %pk, %k, %k {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x9x16xf32>
+  %v3 = kiln.concat %pv, %v, %v {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x9x16xf32>
+  %three = kiln.attention %q, %k3, %v3 {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x9x16xf32>, tensor<1x4x9x16xf32>) -> tensor<1x4x1x16xf32>
+  %kc = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x8x16xf32>
+  %keyOnly = kiln.attention %q, %kc, %v8 {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x1x16xf32>
+  return %heads, %three, %keyOnly : tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>
+}

@@ -3,7 +3,8 @@
 // Every ISA the CPU has is checked against a double-precision, three-pass
 // softmax reference over MHA/GQA, decode and prefill shapes, key counts on
 // both sides of the kernel's 128-key blocks, odd head sizes, broadcast keep
-// masks and biases, and transposed and padded views. Inputs have NaN in every
+// masks and biases, transposed and padded views, and keys and values split
+// into a past and new rows with the presents written. Inputs have NaN in every
 // element outside their view and the output buffer starts as NaN, so a read
 // past a row, an element left unwritten or a write outside the view shows up.
 //
@@ -157,6 +158,11 @@ struct Problem {
   float maskedValue = kLowest;
   const Bias *bias = nullptr;
   float scale;
+  /// Rows [0, pastLen) of k and v go to the kernel as the past (the KV
+  /// cache), the others as the new rows.
+  int64_t pastLen = 0;
+  /// Where the kernel writes the past and new rows back, when not null.
+  Tensor *presentK = nullptr, *presentV = nullptr;
 
   Problem(const Shape &s, std::mt19937 &rng, Layout qLayout = Layout::Padded,
           Layout kLayout = Layout::Padded, Layout vLayout = Layout::Padded,
@@ -176,16 +182,27 @@ struct Problem {
     const Dims noStrides = {0, 0, 0, 0};
     const Dims &ks = keep ? keep->strides : noStrides;
     const Dims &bs = bias ? bias->strides : noStrides;
+    const float *pastK = pastLen ? k.data.data() : nullptr;
+    const float *pastV = pastLen ? v.data.data() : nullptr;
+    const float *newK = k.data.data() + pastLen * k.strides[2];
+    const float *newV = v.data.data() + pastLen * v.strides[2];
+    const Dims &pks = presentK ? presentK->strides : noStrides;
+    const Dims &pvs = presentV ? presentV->strides : noStrides;
     ScopedThreadPool scope(pool);
     kiln_ukernel_attention(
-        s.batch, s.heads, s.kvHeads, s.qLen, s.kvLen, s.headDim, s.valueDim,
-        q.data.data(), q.strides[0], q.strides[1], q.strides[2], q.strides[3],
-        k.data.data(), k.strides[0], k.strides[1], k.strides[2], k.strides[3],
-        v.data.data(), v.strides[0], v.strides[1], v.strides[2], v.strides[3],
-        keep ? keep->data.data() : nullptr, ks[0], ks[1], ks[2], ks[3],
-        maskedValue, bias ? bias->data.data() : nullptr, bs[0], bs[1], bs[2],
-        bs[3], scale, out.data.data(), out.strides[0], out.strides[1],
-        out.strides[2], out.strides[3]);
+        s.batch, s.heads, s.kvHeads, s.qLen, pastLen, s.kvLen - pastLen,
+        s.headDim, s.valueDim, q.data.data(), q.strides[0], q.strides[1],
+        q.strides[2], q.strides[3], pastK, k.strides[0], k.strides[1],
+        k.strides[2], k.strides[3], newK, k.strides[0], k.strides[1],
+        k.strides[2], k.strides[3], pastV, v.strides[0], v.strides[1],
+        v.strides[2], v.strides[3], newV, v.strides[0], v.strides[1],
+        v.strides[2], v.strides[3], keep ? keep->data.data() : nullptr, ks[0],
+        ks[1], ks[2], ks[3], maskedValue, bias ? bias->data.data() : nullptr,
+        bs[0], bs[1], bs[2], bs[3], scale, out.data.data(), out.strides[0],
+        out.strides[1], out.strides[2], out.strides[3],
+        presentK ? presentK->data.data() : nullptr, pks[0], pks[1], pks[2],
+        pks[3], presentV ? presentV->data.data() : nullptr, pvs[0], pvs[1],
+        pvs[2], pvs[3]);
   }
 };
 
@@ -255,6 +272,33 @@ void expectMatchesReference(const Problem &p, const std::string &what) {
     if (!inView[n] && !std::isnan(p.out.data[n]) && mismatches++ < 5)
       ADD_FAILURE() << what << ": wrote element " << n
                     << " of the output buffer, outside the view";
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+/// Checks that `present` holds exactly the elements of `rows` (bit for bit,
+/// since the kernel copies them) and NaN outside its view.
+void expectSameRows(const Tensor &present, const Tensor &rows,
+                    const std::string &what) {
+  ASSERT_EQ(present.dims, rows.dims) << what;
+  std::vector<bool> inView(present.data.size(), false);
+  int64_t mismatches = 0;
+  for (int64_t b = 0; b < rows.dims[0]; ++b)
+    for (int64_t h = 0; h < rows.dims[1]; ++h)
+      for (int64_t t = 0; t < rows.dims[2]; ++t)
+        for (int64_t d = 0; d < rows.dims[3]; ++d) {
+          inView[present.offset(b, h, t, d)] = true;
+          const float actual = present.at(b, h, t, d);
+          const float expected = rows.at(b, h, t, d);
+          if (std::memcmp(&actual, &expected, sizeof(float)) != 0 &&
+              mismatches++ < 5)
+            ADD_FAILURE() << what << ": present[" << b << "," << h << "," << t
+                          << "," << d << "] = " << actual << ", expected "
+                          << expected;
+        }
+  for (size_t n = 0; n < inView.size(); ++n)
+    if (!inView[n] && !std::isnan(present.data[n]) && mismatches++ < 5)
+      ADD_FAILURE() << what << ": wrote element " << n
+                    << " of the present, outside the view";
   EXPECT_EQ(mismatches, 0) << what;
 }
 
@@ -563,6 +607,77 @@ TEST_P(AttentionTest, DecodeKeysPastTheLastAreIgnored) {
   }
 }
 
+TEST_P(AttentionTest, PastAndNewRowsAttendAsOneCacheAndFillThePresents) {
+  // The keys and values split into a past and new rows: as one decode step
+  // (a past of 127 and one new row), over several key blocks with the split
+  // inside one, GQA with more query rows per kv head than one tile (whose
+  // other tiles must not write the presents), a prefill with no past, and
+  // a past with no new rows. The causal mask checks that the new rows' keys
+  // are indexed after the past's. Presents in other layouts than the rows,
+  // and from K read with a d stride other than 1.
+  struct Case {
+    Shape shape;
+    int64_t pastLen;
+    Layout rows, present;
+  };
+  const Case cases[] = {
+      {{1, 4, 4, 1, 128, 16, 16}, 127, Layout::Contiguous, Layout::Contiguous},
+      {{2, 4, 2, 1, 300, 64, 64}, 299, Layout::Padded, Layout::TokenMajor},
+      {{1, 4, 4, 3, 300, 16, 16}, 200, Layout::TokenMajor, Layout::Padded},
+      {{1, 4, 1, 40, 140, 16, 13}, 100, Layout::Padded, Layout::Contiguous},
+      {{2, 2, 2, 9, 9, 32, 32}, 0, Layout::Contiguous, Layout::Padded},
+      {{1, 2, 1, 2, 70, 24, 24}, 70, Layout::DimMajor, Layout::Contiguous},
+  };
+  std::mt19937 rng(14);
+  for (const Case &c : cases) {
+    const Shape &s = c.shape;
+    const int64_t offset = s.kvLen - s.qLen;
+    const Keep causal({1, 1, s.qLen, s.kvLen},
+                      [&](int64_t, int64_t, int64_t i, int64_t j) {
+                        return uint8_t(j <= i + offset);
+                      });
+    Problem p(s, rng, Layout::Padded, c.rows, c.rows, Layout::Padded);
+    Tensor presentK(p.k.dims, c.present), presentV(p.v.dims, c.present);
+    p.pastLen = c.pastLen;
+    p.presentK = &presentK;
+    p.presentV = &presentV;
+    p.keep = &causal;
+    p.run();
+    const std::string what =
+        shapeName(s) + " past " + std::to_string(c.pastLen) + " " +
+        layoutName(c.rows) + " -> " + layoutName(c.present);
+    expectMatchesReference(p, what);
+    expectSameRows(presentK, p.k, what + " key");
+    expectSameRows(presentV, p.v, what + " value");
+  }
+}
+
+TEST_P(AttentionTest, PresentsAreWrittenWithoutQueriesAndOneAtATime) {
+  // No query rows, or no value columns, leave no attention to compute, but
+  // the presents still get the cache; either present may be left out.
+  std::mt19937 rng(15);
+  for (const Shape &shape :
+       {Shape{2, 4, 2, 0, 9, 16, 16}, Shape{2, 4, 2, 3, 9, 16, 0},
+        Shape{1, 2, 2, 1, 130, 16, 16}}) {
+    for (bool withValues : {true, false}) {
+      Problem p(shape, rng);
+      Tensor presentK(p.k.dims, Layout::Padded),
+          presentV(p.v.dims, Layout::Padded);
+      p.pastLen = shape.kvLen - 1;
+      p.presentK = &presentK;
+      p.presentV = withValues ? &presentV : nullptr;
+      p.run();
+      const std::string what =
+          shapeName(shape) + (withValues ? " both presents" : " key only");
+      expectMatchesReference(p, what);
+      expectSameRows(presentK, p.k, what);
+      if (!withValues)
+        for (float x : presentV.data)
+          EXPECT_TRUE(std::isnan(x)) << what;
+    }
+  }
+}
+
 TEST_P(AttentionTest, StridedViews) {
   // Token-major Q, V and output ([b, t, h, d], as projections produce them),
   // a transposed K ([b, h, d, t]), and V with a d stride other than 1.
@@ -629,10 +744,19 @@ TEST_P(AttentionTest, ThreadCountDoesNotChangeResults) {
                  Layout::Contiguous, Layout::TokenMajor);
   serial.keep = &causal;
   serial.bias = &bias;
+  serial.pastLen = 250;
   Problem parallel = serial;
+  // Each kv head's rows are split over several tiles, only one of which
+  // writes its presents.
+  Tensor presentK(serial.k.dims, Layout::Contiguous),
+      presentV(serial.v.dims, Layout::Contiguous);
+  parallel.presentK = &presentK;
+  parallel.presentV = &presentV;
   serial.run(nullptr);
   ThreadPool twoThreads(2);
   parallel.run(&twoThreads);
+  expectSameRows(presentK, parallel.k, "two threads, key");
+  expectSameRows(presentV, parallel.v, "two threads, value");
   ASSERT_EQ(serial.out.data.size(), parallel.out.data.size());
   EXPECT_EQ(std::memcmp(serial.out.data.data(), parallel.out.data.data(),
                         serial.out.data.size() * sizeof(float)),

@@ -49,13 +49,37 @@ void appendMask(OpBuilder &b, Location loc, Value mask,
   }
 }
 
+/// Appends a buffer's pointer and its four strides, or a null pointer and
+/// zeros when there is none.
+void appendBuffer(OpBuilder &b, Location loc, const UkernelBuffer *buffer,
+                  SmallVectorImpl<Value> &arguments) {
+  if (!buffer) {
+    arguments.push_back(nullPointer(b, loc));
+    arguments.append(4, i64Constant(b, loc, 0));
+    return;
+  }
+  arguments.push_back(buffer->pointer);
+  arguments.append(buffer->strides);
+}
+
+OpFoldResult addSizes(OpBuilder &b, Location loc, OpFoldResult x,
+                      OpFoldResult y) {
+  std::optional<int64_t> a = getConstantIntValue(x), c = getConstantIntValue(y);
+  if (a && c)
+    return b.getIndexAttr(*a + *c);
+  return b
+      .create<arith::AddIOp>(loc, getValueOrCreateConstantIndexOp(b, loc, x),
+                             getValueOrCreateConstantIndexOp(b, loc, y))
+      .getResult();
+}
+
 struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto resultType = cast<RankedTensorType>(op.getType());
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
     if (!resultType.getElementType().isF32())
       return op.emitOpError("runs on f32 only in the CPU backend");
     Location loc = op.getLoc();
@@ -91,48 +115,116 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
       check(rewriter, loc, op, grouped,
             "the query heads are not a multiple of the key/value heads");
     }
-    SmallVector<OpFoldResult> scoreSizes = {q[0], q[1], q[2], k[2]};
+    // With a past, the keys are the past's rows then the new ones.
+    OpFoldResult keyLength = k[2];
+    Value pastKey = adaptor.getPast().empty() ? Value() : adaptor.getPast()[0];
+    Value pastValue =
+        adaptor.getPast().empty() ? Value() : adaptor.getPast()[1];
+    if (pastKey) {
+      SmallVector<OpFoldResult> pk = sizesOf(rewriter, loc, pastKey);
+      SmallVector<OpFoldResult> pv = sizesOf(rewriter, loc, pastValue);
+      checkSameSize(rewriter, loc, op, pk[0], k[0],
+                    "the past key's batch size does not match the key's");
+      checkSameSize(rewriter, loc, op, pk[1], k[1],
+                    "the past key's head count does not match the key's");
+      checkSameSize(rewriter, loc, op, pk[3], k[3],
+                    "the past key's head size does not match the key's");
+      checkSameSize(rewriter, loc, op, pv[0], v[0],
+                    "the past value's batch size does not match the value's");
+      checkSameSize(rewriter, loc, op, pv[1], v[1],
+                    "the past value's head count does not match the value's");
+      checkSameSize(rewriter, loc, op, pv[3], v[3],
+                    "the past value's head size does not match the value's");
+      checkSameSize(rewriter, loc, op, pv[2], pk[2],
+                    "the past value's length does not match the past key's");
+      keyLength = addSizes(rewriter, loc, pk[2], k[2]);
+    }
+    SmallVector<OpFoldResult> scoreSizes = {q[0], q[1], q[2], keyLength};
+    int64_t staticKeyLength = ShapedType::kDynamic;
+    if (std::optional<int64_t> length = getConstantIntValue(keyLength))
+      staticKeyLength = *length;
     auto scoresType = RankedTensorType::get(
         {resultType.getDimSize(0), resultType.getDimSize(1),
-         resultType.getDimSize(2),
-         cast<RankedTensorType>(key.getType()).getDimSize(2)},
+         resultType.getDimSize(2), staticKeyLength},
         resultType.getElementType());
+    int64_t maskOperand = 3 + adaptor.getPast().size();
     if (Value keep = adaptor.getKeep())
-      checkBroadcast(rewriter, loc, op, keep, scoresType, scoreSizes, 3);
+      checkBroadcast(rewriter, loc, op, keep, scoresType, scoreSizes,
+                     maskOperand++);
     if (Value bias = adaptor.getBias())
       checkBroadcast(rewriter, loc, op, bias, scoresType, scoreSizes,
-                     adaptor.getKeep() ? 4 : 3);
+                     maskOperand);
     SmallVector<OpFoldResult> resultSizes = {q[0], q[1], q[2], v[3]};
     checkResultSizes(rewriter, loc, op, resultType, resultSizes);
-
     Value output = allocateBuffer(rewriter, loc, resultType, resultSizes);
+
+    // The results' buffers, or a null buffer for a present that nothing
+    // reads, which is then not written.
+    SmallVector<Value> resultBuffers = {output};
+    SmallVector<Value> results = {nullptr};
+    std::optional<UkernelBuffer> presentBuffers[2];
+    for (auto [index, present] : llvm::enumerate(op.getPresents())) {
+      auto type = cast<RankedTensorType>(present.getType());
+      const SmallVector<OpFoldResult> &rows = index == 0 ? k : v;
+      SmallVector<OpFoldResult> sizes = {rows[0], rows[1], keyLength, rows[3]};
+      checkResultSizes(rewriter, loc, op, type, sizes,
+                       "result " + Twine(index + 1));
+      if (present.use_empty()) {
+        resultBuffers.push_back(nullptr);
+        results.push_back(emptyTensor(rewriter, loc, type, sizes));
+        continue;
+      }
+      Value buffer = allocateBuffer(rewriter, loc, type, sizes);
+      presentBuffers[index] = describeBuffer(rewriter, loc, buffer);
+      resultBuffers.push_back(buffer);
+      results.push_back(nullptr);
+    }
 
     UkernelBuffer qBuffer = readBuffer(rewriter, loc, query);
     UkernelBuffer kBuffer = readBuffer(rewriter, loc, key);
     UkernelBuffer vBuffer = readBuffer(rewriter, loc, value);
-    UkernelBuffer outBuffer = describeBuffer(rewriter, loc, output);
-    SmallVector<Value> arguments = {
-        qBuffer.sizes[0], qBuffer.sizes[1], kBuffer.sizes[1], qBuffer.sizes[2],
-        kBuffer.sizes[2], qBuffer.sizes[3], vBuffer.sizes[3]};
-    for (UkernelBuffer *buffer : {&qBuffer, &kBuffer, &vBuffer}) {
-      arguments.push_back(buffer->pointer);
-      arguments.append(buffer->strides);
+    std::optional<UkernelBuffer> pastKeyBuffer, pastValueBuffer;
+    if (pastKey) {
+      pastKeyBuffer = readBuffer(rewriter, loc, pastKey);
+      pastValueBuffer = readBuffer(rewriter, loc, pastValue);
     }
+    UkernelBuffer outBuffer = describeBuffer(rewriter, loc, output);
+    SmallVector<Value> arguments = {qBuffer.sizes[0],
+                                    qBuffer.sizes[1],
+                                    kBuffer.sizes[1],
+                                    qBuffer.sizes[2],
+                                    pastKey ? pastKeyBuffer->sizes[2]
+                                            : i64Constant(rewriter, loc, 0),
+                                    kBuffer.sizes[2],
+                                    qBuffer.sizes[3],
+                                    vBuffer.sizes[3]};
+    auto optional = [](std::optional<UkernelBuffer> &buffer) {
+      return buffer ? &*buffer : nullptr;
+    };
+    for (const UkernelBuffer *buffer :
+         {&qBuffer, optional(pastKeyBuffer), &kBuffer,
+          optional(pastValueBuffer), &vBuffer})
+      appendBuffer(rewriter, loc, buffer, arguments);
     appendMask(rewriter, loc, adaptor.getKeep(), arguments);
     arguments.push_back(rewriter.create<arith::ConstantOp>(
         loc, rewriter.getF32FloatAttr(op.getMaskedValue().convertToFloat())));
     appendMask(rewriter, loc, adaptor.getBias(), arguments);
     arguments.push_back(rewriter.create<arith::ConstantOp>(
         loc, rewriter.getF32FloatAttr(op.getScale().convertToFloat())));
-    arguments.push_back(outBuffer.pointer);
-    arguments.append(outBuffer.strides);
+    for (const UkernelBuffer *buffer :
+         {&outBuffer, optional(presentBuffers[0]), optional(presentBuffers[1])})
+      appendBuffer(rewriter, loc, buffer, arguments);
 
     auto module = op->getParentOfType<ModuleOp>();
     rewriter.create<func::CallOp>(
         loc, getOrDeclareUkernel(module, kAttentionUkernel, arguments),
         arguments);
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(
-        op, resultType, output, /*restrict=*/true, /*writable=*/true);
+    for (auto [buffer, result, type] :
+         llvm::zip(resultBuffers, results, op.getResultTypes()))
+      if (buffer)
+        result = rewriter.create<bufferization::ToTensorOp>(
+            loc, type, buffer, /*restrict=*/true, /*writable=*/true);
+    rewriter.replaceOp(op, results);
     return success();
   }
 };

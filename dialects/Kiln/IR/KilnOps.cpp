@@ -256,7 +256,51 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "the " << query[1]
                          << " query heads are not a multiple of the " << key[1]
                          << " key/value heads";
-  SmallVector<int64_t> scores = {query[0], query[1], query[2], key[2]};
+  int64_t keyLength = key[2];
+  if (!getPast().empty()) {
+    if (getPast().size() != 2 || getPresents().size() != 2)
+      return emitOpError() << "past takes a key and a value and gives two "
+                           << "presents, got " << getPast().size()
+                           << " past operands and " << getPresents().size()
+                           << " presents";
+    SmallVector<Value> cache(getPast());
+    llvm::append_range(cache, getPresents());
+    for (Value operand : cache) {
+      if (rankOf(operand) != 4)
+        return emitOpError() << "the past and presents must have rank 4, got "
+                             << operand.getType();
+      if (failed(verifyInputElementType(*this, operand, getQuery(),
+                                        "a past or present")))
+        return failure();
+    }
+    ArrayRef<int64_t> pastKey = shapeOf(getPastKey()),
+                      pastValue = shapeOf(getPastValue());
+    if (failed(agree(pastKey[0], key[0], "past key and key batch sizes")) ||
+        failed(agree(pastKey[1], key[1], "past key and key head counts")) ||
+        failed(agree(pastKey[3], key[3], "past key and key head sizes")) ||
+        failed(agree(pastValue[0], value[0],
+                     "past value and value batch sizes")) ||
+        failed(agree(pastValue[1], value[1],
+                     "past value and value head counts")) ||
+        failed(
+            agree(pastValue[3], value[3], "past value and value head sizes")) ||
+        failed(agree(pastKey[2], pastValue[2], "past key and value lengths")))
+      return failure();
+    keyLength =
+        ShapedType::isDynamic(key[2]) || ShapedType::isDynamic(pastKey[2])
+            ? ShapedType::kDynamic
+            : pastKey[2] + key[2];
+    if (failed(verifyResultShape(*this, {key[0], key[1], keyLength, key[3]},
+                                 getPresents()[0])) ||
+        failed(verifyResultShape(*this,
+                                 {value[0], value[1], keyLength, value[3]},
+                                 getPresents()[1])))
+      return failure();
+  } else if (!getPresents().empty()) {
+    return emitOpError() << "has " << getPresents().size()
+                         << " presents but no past";
+  }
+  SmallVector<int64_t> scores = {query[0], query[1], query[2], keyLength};
   for (auto [name, mask] : {std::pair<StringRef, Value>{"keep", getKeep()},
                             {"bias", getBias()}}) {
     if (!mask)

@@ -349,6 +349,14 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
     `kiln-fuse-attention` recognizes; the CPU backend lowers it to one
     streaming-softmax kernel that never materializes `s`.
 
+    With `past` (a past key [B, Hkv, P, D] and a past value [B, Hkv, P, Dv],
+    the KV cache of the steps before), the keys and values attended to are
+    concat(past key, key) and concat(past value, value) along dim 2, so the
+    scores are [B, H, Tq, P + Tk], and the op also returns those two
+    concatenations as `presents`: the cache that the next step reads. That is
+    a decode step's KV-cache concat fused into the attention, which then
+    reads each past row once, copying it to the present as it attends.
+
     Example:
 
     ```mlir
@@ -356,16 +364,32 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
         {scale = 2.500000e-01 : f32, masked_value = -3.40282347E+38 : f32}
         : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>,
            tensor<1x1x?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x16xf32>
+    %o2, %present_k, %present_v = kiln.attention %q, %k, %v
+        past %past_k, %past_v bias %mask {scale = 2.500000e-01 : f32}
+        : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>,
+           tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x1x1x?xf32>)
+        -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>)
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
-                   Kiln_FloatTensor:$value, Optional<Kiln_BoolTensor>:$keep,
+                   Kiln_FloatTensor:$value, Variadic<Kiln_FloatTensor>:$past,
+                   Optional<Kiln_BoolTensor>:$keep,
                    Optional<Kiln_FloatTensor>:$bias, F32Attr:$scale,
                    DefaultValuedAttr<F32Attr, "0.0f">:$masked_value);
-  let results = (outs Kiln_FloatTensor:$result);
+  let results = (outs Kiln_FloatTensor:$result,
+                 Variadic<Kiln_FloatTensor>:$presents);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`keep` $keep^)? (`bias` $bias^)? attr-dict `:`
-    functional-type(operands, results)
+    $query `,` $key `,` $value (`past` $past^)? (`keep` $keep^)?
+    (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The past key and value, or null without `past`.
+    ::mlir::Value getPastKey() {
+      return getPast().empty() ? ::mlir::Value() : getPast()[0];
+    }
+    ::mlir::Value getPastValue() {
+      return getPast().empty() ? ::mlir::Value() : getPast()[1];
+    }
   }];
   let hasVerifier = 1;
 }

@@ -1955,8 +1955,9 @@ func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tenso
 // Tests that attention becomes a call of the runtime's attention microkernel
 // on the operands' buffers: dynamic head counts are checked against each
 // other (the query heads a multiple of the key/value heads), the result is a
-// fresh buffer, absent masks are null pointers with zero strides, and the
-// microkernel is declared once in the module.
+// fresh buffer, absent masks (and the absent past and presents) are null
+// pointers with zero strides, and the microkernel is declared once in the
+// module.
 
 // CHECK-LABEL: func.func @attention_gqa
 // CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<2x?x8x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<2x?x8x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<2x?x8x32xf32>)
@@ -1970,7 +1971,7 @@ func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tenso
 // CHECK: %[[NOKEEP:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[NOBIAS:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f32
-// CHECK: call @kiln_ukernel_attention({{.*}}, %[[NOKEEP]], {{.*}}, %[[NOBIAS]], {{.*}}, %[[SCALE]], {{.*}}) : (i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64) -> ()
+// CHECK: call @kiln_ukernel_attention({{.*}}, %[[NOKEEP]], {{.*}}, %[[NOBIAS]], {{.*}}, %[[SCALE]], {{.*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64) -> ()
 // CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<2x?x8x32xf32>
 // CHECK: return %[[R]]
 // CHECK: func.func private @kiln_ukernel_attention(
@@ -1991,8 +1992,7 @@ func.func @attention_gqa(%q: tensor<2x?x8x16xf32>, %k: tensor<2x?x8x16xf32>, %v:
 // CHECK: cf.assert %{{.+}}, "kiln.attention: operand 3 dim 1 does not match the result's size (dynamic sizes do not broadcast)"
 // CHECK: cf.assert %{{.+}}, "kiln.attention: operand 4 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
 // CHECK: cf.assert %{{.+}}, "kiln.attention: operand 4 dim 3 does not match the result's size (dynamic sizes do not broadcast)"
-// CHECK: %[[ZERO:.+]] = arith.constant 0 : i64
-// CHECK-NEXT: %[[KEEPBUF:.+]] = bufferization.to_memref %[[KEEP]] read_only : memref<?x?xi1, strided<[?, ?], offset: ?>>
+// CHECK: %[[KEEPBUF:.+]] = bufferization.to_memref %[[KEEP]] read_only : memref<?x?xi1, strided<[?, ?], offset: ?>>
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}}:2, %[[KS:.+]]:2 = memref.extract_strided_metadata %[[KEEPBUF]]
 // CHECK: %[[KS0:.+]] = arith.index_cast %[[KS]]#0 : index to i64
 // CHECK: %[[KS1:.+]] = arith.index_cast %[[KS]]#1 : index to i64
@@ -2001,12 +2001,65 @@ func.func @attention_gqa(%q: tensor<2x?x8x16xf32>, %k: tensor<2x?x8x16xf32>, %v:
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}}:4, %[[MS:.+]]:4 = memref.extract_strided_metadata %[[MASKBUF]]
 // CHECK: %[[MS0:.+]] = arith.index_cast %[[MS]]#0 : index to i64
 // CHECK: %[[MS3:.+]] = arith.index_cast %[[MS]]#3 : index to i64
-// CHECK: call @kiln_ukernel_attention({{.*}}, %[[ZERO]], %[[ZERO]], %[[KS0]], %[[KS1]], %[[FILL]], %{{.+}}, %[[MS0]], %{{.+}}, %{{.+}}, %[[MS3]], %{{.+}}
+// CHECK: call @kiln_ukernel_attention({{.*}}, %{{c0_i64[_0-9]*}}, %{{c0_i64[_0-9]*}}, %[[KS0]], %[[KS1]], %[[FILL]], %{{.+}}, %[[MS0]], %{{.+}}, %{{.+}}, %[[MS3]], %{{.+}}
 func.func @attention_masks(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %v: tensor<1x4x?x16xf32>,
                            %keep: tensor<?x?xi1>, %mask: tensor<?x1x1x?xf32>) -> tensor<1x4x?x16xf32> {
   %o = kiln.attention %q, %k, %v keep %keep bias %mask {scale = 0.25 : f32, masked_value = -1.0e4 : f32}
       : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<1x4x?x16xf32>
   return %o : tensor<1x4x?x16xf32>
+}
+
+// -----
+
+// Tests that attention with a past attends to the past's rows then the new
+// ones: the past is checked against the new rows, the masks against
+// P + T keys, and the presents get fresh buffers of P + T rows that the
+// microkernel writes and the function returns.
+
+// CHECK-LABEL: func.func @attention_past
+// CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<1x4x1x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<1x4x1x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<1x4x1x8xf32>, %[[PK:[a-zA-Z0-9_]+]]: tensor<1x4x?x16xf32>, %[[PV:[a-zA-Z0-9_]+]]: tensor<1x4x?x8xf32>, %[[MASK:[a-zA-Z0-9_]+]]: tensor<1x1x1x?xf32>)
+// CHECK: %[[PAST:.+]] = tensor.dim %[[PK]], %{{.+}} : tensor<1x4x?x16xf32>
+// CHECK: cf.assert %{{.+}}, "kiln.attention: the past value's length does not match the past key's"
+// CHECK: %[[TOTAL:.+]] = arith.addi %[[PAST]], %{{.+}} : index
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 5 dim 3 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: %[[OUT:.+]] = memref.alloc() : memref<1x4x1x8xf32>
+// CHECK: %[[PRESENTK:.+]] = memref.alloc(%[[TOTAL]]) : memref<1x4x?x16xf32>
+// CHECK: %[[PRESENTV:.+]] = memref.alloc(%[[TOTAL]]) : memref<1x4x?x8xf32>
+// CHECK: bufferization.to_memref %[[PK]] read_only
+// CHECK: bufferization.to_memref %[[PV]] read_only
+// CHECK: call @kiln_ukernel_attention(
+// CHECK-DAG: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK-DAG: %[[RK:.+]] = bufferization.to_tensor %[[PRESENTK]] restrict writable
+// CHECK-DAG: %[[RV:.+]] = bufferization.to_tensor %[[PRESENTV]] restrict writable
+// CHECK: return %[[R]], %[[RK]], %[[RV]]
+func.func @attention_past(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %v: tensor<1x4x1x8xf32>,
+                          %pk: tensor<1x4x?x16xf32>, %pv: tensor<1x4x?x8xf32>, %mask: tensor<1x1x1x?xf32>)
+    -> (tensor<1x4x1x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x8xf32>) {
+  %o, %presents:2 = kiln.attention %q, %k, %v past %pk, %pv bias %mask {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x8xf32>, tensor<1x1x1x?xf32>)
+      -> (tensor<1x4x1x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x8xf32>)
+  return %o, %presents#0, %presents#1 : tensor<1x4x1x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// Tests that a present that nothing reads gets no buffer: the microkernel is
+// given a null pointer and skips it.
+
+// CHECK-LABEL: func.func @attention_unread_present
+// CHECK: %[[OUT:.+]] = memref.alloc() : memref<1x4x1x16xf32>
+// CHECK: %[[PRESENTV:.+]] = memref.alloc() : memref<1x4x9x16xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: %[[NULL:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: call @kiln_ukernel_attention({{.*}}, %[[NULL]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) :
+// CHECK: %[[RV:.+]] = bufferization.to_tensor %[[PRESENTV]] restrict writable
+// CHECK: return %{{.+}}, %[[RV]]
+func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x8x16xf32>)
+    -> (tensor<1x4x1x16xf32>, tensor<1x4x9x16xf32>) {
+  %o, %presents:2 = kiln.attention %q, %k, %k past %pk, %pk {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>)
+      -> (tensor<1x4x1x16xf32>, tensor<1x4x9x16xf32>, tensor<1x4x9x16xf32>)
+  return %o, %presents#1 : tensor<1x4x1x16xf32>, tensor<1x4x9x16xf32>
 }
 
 // -----

@@ -919,6 +919,51 @@ func.func @attention_mask_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf3
 
 // -----
 
+// Tests that a past is a key and a value, with a present for each.
+func.func @attention_past_count(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op past takes a key and a value and gives two presents, got 1 past operands and 1 presents}}
+  %o, %p = kiln.attention %q, %k, %k past %pk {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x6x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
+// Tests that presents need a past.
+func.func @attention_presents_without_past(%q: tensor<1x4x1x16xf32>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op has 2 presents but no past}}
+  %o, %p:2 = kiln.attention %q, %q, %q {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
+// Tests that the past key has the new keys' head size.
+func.func @attention_past_head_size(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x8xf32>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op past key and key head sizes differ: 8 and 16}}
+  %o, %p:2 = kiln.attention %q, %k, %k past %pk, %pk {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
+// Tests that a present holds the past's rows and the new ones.
+func.func @attention_present_length(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op result type 'tensor<1x4x5x16xf32>' does not match the expected shape [1, 4, 6, 16]}}
+  %o, %p:2 = kiln.attention %q, %k, %k past %pk, %pk {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x5x16xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x6x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
+// Tests that masks broadcast to the scores over the past's and the new keys.
+func.func @attention_past_mask(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>, %m: tensor<1x1x1x5xf32>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op bias shape [1, 1, 1, 5] does not broadcast to the scores' shape [1, 4, 1, 6]}}
+  %o, %p:2 = kiln.attention %q, %k, %k past %pk, %pk bias %m {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x5x16xf32>, tensor<1x1x1x5xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
 // Tests that the result is [B, H, Tq, Dv].
 func.func @attention_result(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf32>, %v: tensor<1x4x6x32xf32>) -> tensor<1x4x8x16xf32> {
   // expected-error @+1 {{'kiln.attention' op result type 'tensor<1x4x8x16xf32>' does not match the expected shape [1, 4, 8, 32]}}

@@ -474,6 +474,24 @@ func.func @attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: ten
 
 // -----
 
+// Tests that attention with a past round-trips with its two presents: the
+// past's 5 rows and the new 3 make presents and scores of 8 keys.
+
+// CHECK-LABEL: func.func @attention_past
+// CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<1x4x3x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<1x2x3x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<1x2x3x8xf32>, %[[PK:[a-zA-Z0-9_]+]]: tensor<1x2x5x16xf32>, %[[PV:[a-zA-Z0-9_]+]]: tensor<1x2x5x8xf32>, %[[MASK:[a-zA-Z0-9_]+]]: tensor<1x1x3x8xf32>)
+// CHECK: %[[O:[a-zA-Z0-9_]+]], %[[P:[a-zA-Z0-9_]+]]:2 = kiln.attention %[[Q]], %[[K]], %[[V]] past %[[PK]], %[[PV]] bias %[[MASK]] {scale = 2.500000e-01 : f32} : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x8xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x8xf32>, tensor<1x1x3x8xf32>) -> (tensor<1x4x3x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>)
+// CHECK: return %[[O]], %[[P]]#0, %[[P]]#1
+func.func @attention_past(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x3x16xf32>, %v: tensor<1x2x3x8xf32>,
+                          %pk: tensor<1x2x5x16xf32>, %pv: tensor<1x2x5x8xf32>, %mask: tensor<1x1x3x8xf32>)
+    -> (tensor<1x4x3x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>) {
+  %o, %p:2 = kiln.attention %q, %k, %v past %pk, %pv bias %mask {scale = 0.25 : f32}
+      : (tensor<1x4x3x16xf32>, tensor<1x2x3x16xf32>, tensor<1x2x3x8xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x8xf32>, tensor<1x1x3x8xf32>)
+      -> (tensor<1x4x3x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>)
+  return %o, %p#0, %p#1 : tensor<1x4x3x8xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x8xf32>
+}
+
+// -----
+
 // Tests that linear round-trips with its whole epilogue, with none, and with
 // a transposed weight, each activation and a gate.
 

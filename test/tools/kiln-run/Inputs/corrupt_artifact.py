@@ -43,6 +43,8 @@ FIELDS = ("magic", "formatVersion", "headerSize", "fileSize", "manifestOffset",
           "manifestSize", "codeOffset", "codeSize", "weightsOffset", "weightsSize",
           "checksum", "reserved")
 CHECKSUM_OFFSET = 72
+# The version this script's layout is written for (runtime/src/ArtifactFormat.h).
+FORMAT_VERSION = 4
 
 # runtime/src/CpuFeatures.h's kCheckableCpuFeatures, each with its name in
 # /proc/cpuinfo's flags; the newest first, so the one picked is one this host
@@ -95,7 +97,7 @@ def main():
     assert which in ("--set=damaged", "--set=inconsistent", "--set=reserved"), which
     good = bytearray(open(good_path, "rb").read())
     h = read_header(good)
-    assert h["magic"] == b"KILNART\0" and h["formatVersion"] == 3, "not a good artifact"
+    assert h["magic"] == b"KILNART\0" and h["formatVersion"] == FORMAT_VERSION, "not a good artifact"
     fixed = bytearray(good)
     fix_checksum(fixed)
     assert fixed == good, "the checksum recipe does not reproduce the artifact's checksum"
@@ -148,8 +150,9 @@ def main():
     data[0:8] = b"NOTKILN\0"
     variant("bad-magic", data)
     data = bytearray(good)
-    set_field(data, "formatVersion", 4)
-    variant("version-4", data)
+    # An older artifact's code calls older microkernels.
+    set_field(data, "formatVersion", FORMAT_VERSION - 1)
+    variant("older-version", data)
     data = bytearray(good)
     set_field(data, "headerSize", 64)
     variant("header-size", data)
