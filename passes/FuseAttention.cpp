@@ -255,20 +255,25 @@ struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
   }
 };
 
-/// The KV-cache concat that `rows` is, concat(past, new) along dim 2, when
-/// the attention may absorb it: its other users read only its dims (which
-/// the inputs' dims give) or come after the attention (typically the graph's
-/// present outputs), where the attention's present can replace it.
-ConcatOp matchCacheConcat(Value rows, AttentionOp attention) {
-  auto concat = rows.getDefiningOp<ConcatOp>();
+/// The KV-cache concat that attention operand `rows` is, concat(past, new)
+/// along dim 2, when the attention may absorb it: the attention reads it
+/// only there, and its other users read only its dims (which the inputs'
+/// dims give) or come after the attention (typically the graph's present
+/// outputs), where the attention's present can replace it.
+ConcatOp matchCacheConcat(OpOperand &rows) {
+  auto concat = rows.get().getDefiningOp<ConcatOp>();
   if (!concat || concat.getAxis() != 2 || concat.getInputs().size() != 2 ||
       !isRank4F32(concat.getInputs()[0]))
     return nullptr;
-  for (Operation *user : concat->getUsers())
-    if (user != attention && !isa<DimOp>(user) &&
-        (user->getBlock() != attention->getBlock() ||
-         !attention->isBeforeInBlock(user)))
+  Operation *attention = rows.getOwner();
+  for (OpOperand &use : concat->getUses()) {
+    Operation *user = use.getOwner();
+    if (user == attention
+            ? &use != &rows
+            : !isa<DimOp>(user) && (user->getBlock() != attention->getBlock() ||
+                                    !attention->isBeforeInBlock(user)))
       return nullptr;
+  }
   return concat;
 }
 
@@ -310,11 +315,20 @@ struct AbsorbCacheConcat : public OpRewritePattern<AttentionOp> {
                                 PatternRewriter &rewriter) const override {
     if (!attention.getPast().empty())
       return rewriter.notifyMatchFailure(attention, "already has a past");
-    ConcatOp keys = matchCacheConcat(attention.getKey(), attention);
-    ConcatOp values = matchCacheConcat(attention.getValue(), attention);
-    if (!keys || !values || keys == values)
+    ConcatOp keys = matchCacheConcat(attention.getKeyMutable());
+    ConcatOp values = matchCacheConcat(attention.getValueMutable());
+    if (!keys || !values)
       return rewriter.notifyMatchFailure(
           attention, "K and V are not each a cache concat on dim 2");
+    // The unfused product needs as many keys as values; the fused op needs
+    // each part alike, which follows when one part provably is.
+    auto sameLength = [](Value a, Value b) {
+      return traceDim(a, 2) == traceDim(b, 2);
+    };
+    if (!sameLength(keys.getInputs()[0], values.getInputs()[0]) &&
+        !sameLength(keys.getInputs()[1], values.getInputs()[1]))
+      return rewriter.notifyMatchFailure(
+          attention, "K and V are not provably split at the same row");
     readDimsFromInputs(keys, rewriter);
     readDimsFromInputs(values, rewriter);
     rewriter.setInsertionPoint(attention);

@@ -170,6 +170,28 @@ public:
   }
 
 private:
+  /// The first function argument dim with the symbolic name (kiln.dims) of
+  /// dim `dim` of `argument`: the runtime gives every dim of that name one
+  /// size across the inputs, so they trace to one source.
+  static std::optional<DimSource> firstNamedAlike(BlockArgument argument,
+                                                  int64_t dim) {
+    auto func = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+    if (!func || argument.getOwner() != &func.getBody().front())
+      return std::nullopt;
+    SmallVector<std::string> names =
+        getArgumentDimNames(func, argument.getArgNumber());
+    if (static_cast<int64_t>(names.size()) <= dim || names[dim].empty())
+      return std::nullopt;
+    for (BlockArgument other : func.getArguments()) {
+      SmallVector<std::string> otherNames =
+          getArgumentDimNames(func, other.getArgNumber());
+      for (auto [otherDim, name] : llvm::enumerate(otherNames))
+        if (name == names[dim])
+          return DimSource{std::nullopt, other, static_cast<int64_t>(otherDim)};
+    }
+    return std::nullopt;
+  }
+
   /// The trace recurses once per op, at most this deep.
   static constexpr int kMaxDepth = 64;
 
@@ -178,8 +200,10 @@ private:
     if (!type.isDynamicDim(dim))
       return {type.getDimSize(dim), nullptr, 0};
     DimSource here{std::nullopt, value, dim};
+    if (auto argument = dyn_cast<BlockArgument>(value))
+      return firstNamedAlike(argument, dim).value_or(here);
     Operation *op = value.getDefiningOp();
-    if (!op || depth >= kMaxDepth)
+    if (depth >= kMaxDepth)
       return here;
     auto next = [&](Value operand, int64_t operandDim) {
       return trace(operand, operandDim, depth + 1);

@@ -11,7 +11,8 @@
 // The keys and values may come in two parts, a past (the KV cache) and the
 // new rows, which the kernel also writes out concatenated (the presents):
 // the first tile of each kv head copies each block there just before it
-// uses it, and then reads the block back from the presents, in L1.
+// uses it, and, when both presents are wanted, reads the block back from
+// them, in L1.
 //
 // One source serves every ISA: the kernel is written on GCC vector extensions
 // of W floats and instantiated inside an AVX-512F, an AVX2+FMA and a baseline
@@ -553,6 +554,8 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   int64_t keyIndex = 0; // of the segment's first row among all keys
   for (int source = 0; source < sourceCount; ++source) {
     const KeyValueRows &segment = sources[source];
+    if (segment.length == 0)
+      continue; // an absent past has null pointers
     const float *k = segment.k + b * segment.ks.b + kvHead * segment.ks.h;
     const float *v = segment.v + b * segment.vs.b + kvHead * segment.vs.h;
     // One row (a decode step without grouped heads) reads K in place.

@@ -420,3 +420,52 @@ func.func @not_cache_appends(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>,
       : (tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x1x16xf32>
   return %heads, %three, %keyOnly : tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>
 }
+
+// -----
+
+// Tests that the past key and value may be told apart only by name: graph
+// inputs whose dims share a kiln.dims name have one size at run time, so
+// the two concats provably split at the same row.
+
+// CHECK-LABEL: func.func @named_past_lengths
+//       CHECK: kiln.attention %{{.+}}, %{{.+}}, %{{.+}} past %{{.+}}, %{{.+}} {scale = 2.500000e-01 : f32}
+func.func @named_past_lengths(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %v: tensor<1x4x?x16xf32>,
+                              %pk: tensor<1x4x?x16xf32> {kiln.dims = ["", "", "past", ""]},
+                              %pv: tensor<1x4x?x16xf32> {kiln.dims = ["", "", "past", ""]})
+    -> (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) {
+  %kc = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32>
+  %vc = kiln.concat %pv, %v {axis = 2 : i64} : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32>
+  %o = kiln.attention %q, %kc, %vc {scale = 0.25 : f32}
+      : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32>
+  return %o, %kc, %vc : tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>
+}
+
+// -----
+
+// Tests that concats that split K and V at different rows stay (as many
+// keys as values, but not past for past), as do unnamed past lengths that
+// nothing proves equal, and a concat that the attention also reads as the
+// query.
+
+// CHECK-LABEL: func.func @splits_not_provably_alike
+//   CHECK-NOT: past
+//       CHECK: return
+func.func @splits_not_provably_alike(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %v2: tensor<1x4x2x16xf32>,
+                                     %pk: tensor<1x4x7x16xf32>, %pv: tensor<1x4x6x16xf32>,
+                                     %dk: tensor<1x4x?x16xf32>, %dv: tensor<1x4x?x16xf32>,
+                                     %pdk: tensor<1x4x?x16xf32>, %pdv: tensor<1x4x?x16xf32>, %q8: tensor<1x4x8x16xf32>)
+    -> (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>) {
+  %kc = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x8x16xf32>
+  %vc = kiln.concat %pv, %v2 {axis = 2 : i64} : (tensor<1x4x6x16xf32>, tensor<1x4x2x16xf32>) -> tensor<1x4x8x16xf32>
+  %split = kiln.attention %q, %kc, %vc {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x1x16xf32>
+  %dkc = kiln.concat %pdk, %dk {axis = 2 : i64} : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32>
+  %dvc = kiln.concat %pdv, %dv {axis = 2 : i64} : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32>
+  %unnamed = kiln.attention %q, %dkc, %dvc {scale = 0.25 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x1x16xf32>
+  %kq = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x8x16xf32>
+  %vq = kiln.concat %pk, %k {axis = 2 : i64} : (tensor<1x4x7x16xf32>, tensor<1x4x1x16xf32>) -> tensor<1x4x8x16xf32>
+  %selfQuery = kiln.attention %kq, %kq, %vq {scale = 0.25 : f32}
+      : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %split, %unnamed, %selfQuery : tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>
+}

@@ -744,15 +744,22 @@ TEST_P(AttentionTest, ThreadCountDoesNotChangeResults) {
                  Layout::Contiguous, Layout::TokenMajor);
   serial.keep = &causal;
   serial.bias = &bias;
-  serial.pastLen = 250;
-  Problem parallel = serial;
   // Each kv head's rows are split over several tiles, only one of which
-  // writes its presents.
+  // writes its presents (and reads the keys from them).
+  serial.pastLen = 250;
   Tensor presentK(serial.k.dims, Layout::Contiguous),
       presentV(serial.v.dims, Layout::Contiguous);
+  Problem parallel = serial;
+  serial.presentK = &presentK;
+  serial.presentV = &presentV;
+  serial.run(nullptr);
+  Tensor serialK = presentK, serialV = presentV;
+  expectSameRows(serialK, serial.k, "one thread, key");
+  expectSameRows(serialV, serial.v, "one thread, value");
+  std::fill(presentK.data.begin(), presentK.data.end(), kNaN);
+  std::fill(presentV.data.begin(), presentV.data.end(), kNaN);
   parallel.presentK = &presentK;
   parallel.presentV = &presentV;
-  serial.run(nullptr);
   ThreadPool twoThreads(2);
   parallel.run(&twoThreads);
   expectSameRows(presentK, parallel.k, "two threads, key");

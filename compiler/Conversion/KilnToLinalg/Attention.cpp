@@ -3,8 +3,9 @@
 // kiln.attention has no linalg form worth generating: the point of fusing it
 // is a streaming softmax that never materializes the scores, which the
 // runtime's kiln_ukernel_attention implements. The op becomes a call on its
-// operands' buffers (bufferization.to_memref) writing a fresh buffer that is
-// the result (bufferization.to_tensor restrict).
+// operands' buffers (bufferization.to_memref) writing fresh buffers that are
+// its results (bufferization.to_tensor restrict): the output and, with a
+// past, the presents that something reads.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"

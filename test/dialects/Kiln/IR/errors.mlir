@@ -946,6 +946,24 @@ func.func @attention_past_head_size(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 
 // -----
 
+// Tests that the past has the query's element type.
+func.func @attention_past_type(%q: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf16>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op a past or present element type 'f16' differs from the input's 'f32'}}
+  %o, %p:2 = kiln.attention %q, %q, %q past %pk, %pk {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x16xf16>, tensor<1x4x5x16xf16>) -> (tensor<1x4x1x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
+// Tests that the past key and value have the same length.
+func.func @attention_past_lengths(%q: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>, %pv: tensor<1x4x4x16xf32>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op past key and value lengths differ: 5 and 4}}
+  %o, %p:2 = kiln.attention %q, %q, %q past %pk, %pv {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x4x16xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x5x16xf32>)
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
 // Tests that a present holds the past's rows and the new ones.
 func.func @attention_present_length(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>) -> tensor<1x4x1x16xf32> {
   // expected-error @+1 {{'kiln.attention' op result type 'tensor<1x4x5x16xf32>' does not match the expected shape [1, 4, 6, 16]}}
