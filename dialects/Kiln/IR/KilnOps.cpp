@@ -41,13 +41,15 @@ static ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
 }
 
-/// The result must have `expected`'s rank and agree with every static size.
-static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> expected,
-                                       Value result) {
+/// The result must have `expected`'s rank and agree with every static size;
+/// `name` says which result.
+static LogicalResult verifyResultShape(Operation *op,
+                                       ArrayRef<int64_t> expected, Value result,
+                                       StringRef name = "result") {
   if (failed(verifyCompatibleShape(expected, shapeOf(result))))
-    return op->emitOpError() << "result type " << result.getType()
-                             << " does not match the expected shape "
-                             << formatShape(expected);
+    return op->emitOpError()
+           << name << " type " << result.getType()
+           << " does not match the expected shape " << formatShape(expected);
   return success();
 }
 
@@ -291,10 +293,10 @@ LogicalResult AttentionOp::verify() {
             ? ShapedType::kDynamic
             : pastKey[2] + key[2];
     if (failed(verifyResultShape(*this, {key[0], key[1], keyLength, key[3]},
-                                 getPresents()[0])) ||
+                                 getPresents()[0], "present key")) ||
         failed(verifyResultShape(*this,
                                  {value[0], value[1], keyLength, value[3]},
-                                 getPresents()[1])))
+                                 getPresents()[1], "present value")))
       return failure();
   } else if (!getPresents().empty()) {
     return emitOpError() << "has " << getPresents().size()

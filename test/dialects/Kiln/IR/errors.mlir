@@ -966,7 +966,7 @@ func.func @attention_past_lengths(%q: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16
 
 // Tests that a present holds the past's rows and the new ones.
 func.func @attention_present_length(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>) -> tensor<1x4x1x16xf32> {
-  // expected-error @+1 {{'kiln.attention' op result type 'tensor<1x4x5x16xf32>' does not match the expected shape [1, 4, 6, 16]}}
+  // expected-error @+1 {{'kiln.attention' op present key type 'tensor<1x4x5x16xf32>' does not match the expected shape [1, 4, 6, 16]}}
   %o, %p:2 = kiln.attention %q, %k, %k past %pk, %pk {scale = 1.0 : f32} : (tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x5x16xf32>) -> (tensor<1x4x1x16xf32>, tensor<1x4x5x16xf32>, tensor<1x4x6x16xf32>)
   return %o : tensor<1x4x1x16xf32>
 }
