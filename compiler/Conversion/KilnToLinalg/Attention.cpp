@@ -28,28 +28,6 @@ Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
   return b.create<arith::ConstantIntOp>(loc, value, 64);
 }
 
-/// Appends a mask operand's pointer and its four strides against the scores
-/// [B, H, Tq, Tk]: aligned on the right, with stride 0 where the mask has a
-/// missing or static size-1 dim that broadcasts. A null pointer when absent.
-void appendMask(OpBuilder &b, Location loc, Value mask,
-                SmallVectorImpl<Value> &arguments) {
-  Value zero = i64Constant(b, loc, 0);
-  if (!mask) {
-    arguments.push_back(nullPointer(b, loc));
-    arguments.append(4, zero);
-    return;
-  }
-  auto type = cast<RankedTensorType>(mask.getType());
-  UkernelBuffer buffer = readBuffer(b, loc, mask);
-  arguments.push_back(buffer.pointer);
-  int64_t offset = 4 - type.getRank();
-  for (int64_t dim = 0; dim < 4; ++dim) {
-    int64_t maskDim = dim - offset;
-    bool broadcast = maskDim < 0 || type.getDimSize(maskDim) == 1;
-    arguments.push_back(broadcast ? zero : buffer.strides[maskDim]);
-  }
-}
-
 /// Appends a buffer's pointer and its four strides, or a null pointer and
 /// zeros when there is none.
 void appendBuffer(OpBuilder &b, Location loc, const UkernelBuffer *buffer,
@@ -61,6 +39,27 @@ void appendBuffer(OpBuilder &b, Location loc, const UkernelBuffer *buffer,
   }
   arguments.push_back(buffer->pointer);
   arguments.append(buffer->strides);
+}
+
+/// Appends a mask operand's pointer and its four strides against the scores
+/// [B, H, Tq, Tk]: aligned on the right, with stride 0 where the mask has a
+/// missing or static size-1 dim that broadcasts. A null pointer when absent.
+void appendMask(OpBuilder &b, Location loc, Value mask,
+                SmallVectorImpl<Value> &arguments) {
+  if (!mask) {
+    appendBuffer(b, loc, nullptr, arguments);
+    return;
+  }
+  Value zero = i64Constant(b, loc, 0);
+  auto type = cast<RankedTensorType>(mask.getType());
+  UkernelBuffer buffer = readBuffer(b, loc, mask);
+  arguments.push_back(buffer.pointer);
+  int64_t offset = 4 - type.getRank();
+  for (int64_t dim = 0; dim < 4; ++dim) {
+    int64_t maskDim = dim - offset;
+    bool broadcast = maskDim < 0 || type.getDimSize(maskDim) == 1;
+    arguments.push_back(broadcast ? zero : buffer.strides[maskDim]);
+  }
 }
 
 OpFoldResult addSizes(OpBuilder &b, Location loc, OpFoldResult x,
