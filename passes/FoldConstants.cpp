@@ -615,9 +615,9 @@ std::optional<Constant> evaluate(Operation *op, ArrayRef<Constant> operands,
         return evaluateWhere(operands, elementType, maxElements);
       })
       .Case([&](CastOp) { return evaluateCast(operands[0], elementType); })
-      .Case([&](ReshapeOp) -> R {
-        SmallVector<int64_t> shape =
-            reshapeShape(operands[0].shape, operands[1].ints);
+      .Case([&](ReshapeOp reshape) -> R {
+        SmallVector<int64_t> shape = reshapeShape(operands[0].shape, operands[1].ints,
+                                                  reshape.getAllowZero());
         if (llvm::any_of(shape, ShapedType::isDynamic) ||
             ShapedType::getNumElements(shape) !=
                 ShapedType::getNumElements(operands[0].shape))
@@ -687,13 +687,15 @@ struct FoldConstantsPass
   }
 
   /// gather(shape_of(x), i) for a constant scalar i becomes dim(x, i), which
-  /// is a constant when that dim of x is static.
+  /// is a constant when that dim of x is static; for a constant [i] (torch's
+  /// split of a computed size) it becomes that dim unsqueezed.
   bool foldShapeQuery(Operation *op) {
     auto gather = dyn_cast<GatherOp>(op);
     auto shape = gather ? gather.getData().getDefiningOp<ShapeOfOp>() : nullptr;
     std::optional<Constant> index =
         shape ? readConstant(gather.getIndices()) : std::nullopt;
-    if (!index || !index->shape.empty())
+    if (!index || index->shape.size() > 1 ||
+        (index->shape.size() == 1 && index->shape[0] != 1))
       return false;
     Value input = shape.getInput();
     int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
@@ -701,11 +703,20 @@ struct FoldConstantsPass
     if (dim < 0 || dim >= rank)
       return false;
     OpBuilder builder(op);
-    auto dimOp = builder.create<DimOp>(op->getLoc(), gather.getType(), input,
+    auto scalarType = RankedTensorType::get({}, builder.getI64Type());
+    auto dimOp = builder.create<DimOp>(op->getLoc(), scalarType, input,
                                        builder.getI64IntegerAttr(dim));
-    op->getResult(0).replaceAllUsesWith(dimOp);
+    Operation *unsqueeze =
+        index->shape.empty()
+            ? nullptr
+            : builder.create<UnsqueezeOp>(op->getLoc(), gather.getType(), dimOp,
+                                          builder.getDenseI64ArrayAttr({0}));
+    op->getResult(0).replaceAllUsesWith(unsqueeze ? Value(unsqueeze->getResult(0))
+                                                  : dimOp.getResult());
     op->erase();
     foldConstantOperands(dimOp);
+    if (unsqueeze)
+      foldConstantOperands(unsqueeze);
     return true;
   }
 

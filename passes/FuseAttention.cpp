@@ -24,16 +24,20 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-/// What the chain between the scores product and the softmax holds.
+/// What the chain between the scores product and the softmax holds. The
+/// query and the transposed key are the product's operands with their
+/// scales peeled off.
 struct ScoreChain {
   MatMulOp scores;
+  Value query, keyTransposed;
   Value keep, bias;
   double scale = 1.0, maskedValue = 0.0;
 };
 
-/// Batch and head dims of two attention operands must be the same size at
-/// run time: equal, or dynamic against anything but a static 1 (checked when
-/// lowered). A static 1 that the unfused product would broadcast is not fused.
+/// Batch and head dims (all but the last two) of two attention operands must
+/// be the same size at run time: equal, or dynamic against anything but a
+/// static 1 (checked when lowered). A static 1 that the unfused product would
+/// broadcast is not fused.
 bool sameBatchAndHeads(Value a, Value b) {
   ArrayRef<int64_t> x = cast<RankedTensorType>(a.getType()).getShape();
   ArrayRef<int64_t> y = cast<RankedTensorType>(b.getType()).getShape();
@@ -41,11 +45,47 @@ bool sameBatchAndHeads(Value a, Value b) {
     return p == q || (ShapedType::isDynamic(p) && q != 1) ||
            (ShapedType::isDynamic(q) && p != 1);
   };
-  return same(x[0], y[0]) && same(x[1], y[1]);
+  return x.size() == y.size() &&
+         llvm::all_of(llvm::seq<size_t>(0, x.size() - 2),
+                      [&](size_t i) { return same(x[i], y[i]); });
+}
+
+/// `value` with its scales by scalar constants peeled off into `scale`:
+/// x · c, c · x and x / c, each with no other user and no broadcast.
+/// Exporters scale the scores (HF's eager attention), the query, or both the
+/// query and the transposed key by the square root of the scale (torch's SDPA
+/// export).
+Value peelScales(Value value, double &scale) {
+  while (true) {
+    if (auto div = singleUseProducer<DivOp>(value)) {
+      std::optional<double> divisor = scalarConstantValue(div.getRhs());
+      if (!divisor || *divisor == 0 || !sameType(div.getLhs(), div))
+        return value;
+      scale /= *divisor;
+      value = div.getLhs();
+      continue;
+    }
+    auto mul = singleUseProducer<MulOp>(value);
+    if (!mul)
+      return value;
+    Value scaled;
+    for (Value candidate : {mul.getLhs(), mul.getRhs()})
+      if (std::optional<double> factor =
+              scalarConstantValue(otherOperand(mul, candidate));
+          factor && sameType(candidate, mul)) {
+        scale *= *factor;
+        scaled = candidate;
+        break;
+      }
+    if (!scaled)
+      return value;
+    value = scaled;
+  }
 }
 
 /// Walks from below the bias add up to the Q·Kᵀ product: an optional where,
-/// an optional scale by a constant, then the product.
+/// optional scales by constants, then the product, whose operands may be
+/// scaled too.
 std::optional<ScoreChain> matchMaskedScores(Value scores) {
   ScoreChain chain;
   if (auto where = singleUseProducer<WhereOp>(scores)) {
@@ -56,27 +96,11 @@ std::optional<ScoreChain> matchMaskedScores(Value scores) {
     chain.maskedValue = *fill;
     scores = where.getOnTrue();
   }
-  if (auto div = singleUseProducer<DivOp>(scores)) {
-    std::optional<double> divisor = scalarConstantValue(div.getRhs());
-    if (!divisor || *divisor == 0 || !sameType(div.getLhs(), div))
-      return std::nullopt;
-    chain.scale = 1.0 / *divisor;
-    scores = div.getLhs();
-  } else if (auto mul = singleUseProducer<MulOp>(scores)) {
-    for (Value candidate : {mul.getLhs(), mul.getRhs()})
-      if (std::optional<double> factor =
-              scalarConstantValue(otherOperand(mul, candidate));
-          factor && sameType(candidate, mul)) {
-        chain.scale = *factor;
-        scores = candidate;
-        break;
-      }
-    if (scores == mul.getResult())
-      return std::nullopt;
-  }
-  chain.scores = singleUseProducer<MatMulOp>(scores);
+  chain.scores = singleUseProducer<MatMulOp>(peelScales(scores, chain.scale));
   if (!chain.scores)
     return std::nullopt;
+  chain.query = peelScales(chain.scores.getLhs(), chain.scale);
+  chain.keyTransposed = peelScales(chain.scores.getRhs(), chain.scale);
   return chain;
 }
 
@@ -97,45 +121,126 @@ std::optional<ScoreChain> matchScoreChain(Value scores) {
   return std::nullopt;
 }
 
-/// The key [B, H, Tk, D] of a scores product, whose right operand is the
-/// key read transposed: by transpose_b, or by a transpose whose last two dims
-/// are the key's last two swapped. Other permutations (BERT's export moves
-/// [B, Tk, H, D] straight to [B, H, D, Tk]) leave a transpose to [B, H, Tk, D].
-Value keyOf(MatMulOp scores, PatternRewriter &rewriter) {
-  if (scores.getTransposeB())
-    return scores.getRhs();
-  auto transpose = scores.getRhs().getDefiningOp<TransposeOp>();
-  if (!transpose || transpose.getPermutation().size() != 4)
+/// The key [B, H, Tk, D] when `keyTransposed` is its last two dims swapped
+/// with the heads folded into the batch on the way, as the dynamo exporter
+/// writes it: reshape(transpose(reshape(k, [B·H, Tk, D]), [0, 2, 1]),
+/// [B, H, D, Tk]). Each reshape must provably keep the dims it does not
+/// merge or split; the element count then fixes the merged one.
+Value unflattenedKey(Value keyTransposed) {
+  auto split = keyTransposed.getDefiningOp<ReshapeOp>();
+  auto transpose = split ? split.getInput().getDefiningOp<TransposeOp>() : nullptr;
+  auto merge = transpose ? transpose.getInput().getDefiningOp<ReshapeOp>() : nullptr;
+  if (!merge || !llvm::equal(transpose.getPermutation(), ArrayRef<int64_t>{0, 2, 1}) ||
+      cast<RankedTensorType>(split.getType()).getRank() != 4)
     return nullptr;
-  ArrayRef<int64_t> p = transpose.getPermutation();
-  SmallVector<int64_t> keyPermutation = {p[0], p[1], p[3], p[2]};
-  if (llvm::equal(keyPermutation, llvm::seq<int64_t>(0, 4)))
-    return transpose.getInput();
-  auto transposedType = cast<RankedTensorType>(transpose.getType());
-  ArrayRef<int64_t> shape = transposedType.getShape();
-  auto keyType = RankedTensorType::get({shape[0], shape[1], shape[3], shape[2]},
-                                       transposedType.getElementType());
-  return rewriter.create<TransposeOp>(transpose.getLoc(), keyType,
-                                      transpose.getInput(),
-                                      rewriter.getDenseI64ArrayAttr(keyPermutation));
+  Value key = merge.getInput();
+  if (cast<RankedTensorType>(key.getType()).getRank() != 4)
+    return nullptr;
+  auto same = [](Value a, int64_t i, Value b, int64_t j) {
+    return traceDim(a, i) == traceDim(b, j);
+  };
+  if (!same(merge, 1, key, 2) || !same(merge, 2, key, 3) ||
+      !same(split, 0, key, 0) || !same(split, 1, key, 1) ||
+      !same(split, 2, key, 3) || !same(split, 3, key, 2))
+    return nullptr;
+  return key;
 }
 
-bool isRank4F32(Value value) {
+/// The key [..., Tk, D] of a scores chain, whose product reads the key
+/// transposed: by transpose_b, by a transpose whose last two dims are the
+/// key's last two swapped, or by that transpose done on the key flattened
+/// to 3-D (unflattenedKey). Other permutations (BERT's export moves
+/// [B, Tk, H, D] straight to [B, H, D, Tk]; nn.MultiheadAttention's
+/// [Tk, B·H, D] to [B·H, D, Tk]) leave a transpose to [..., Tk, D].
+Value keyOf(ScoreChain chain, PatternRewriter &rewriter) {
+  if (chain.scores.getTransposeB())
+    return chain.keyTransposed;
+  if (Value key = unflattenedKey(chain.keyTransposed))
+    return key;
+  auto transpose = chain.keyTransposed.getDefiningOp<TransposeOp>();
+  if (!transpose)
+    return nullptr;
+  SmallVector<int64_t> keyPermutation(transpose.getPermutation());
+  size_t rank = keyPermutation.size();
+  std::swap(keyPermutation[rank - 1], keyPermutation[rank - 2]);
+  if (llvm::equal(keyPermutation, llvm::seq<int64_t>(0, rank)))
+    return transpose.getInput();
+  auto transposedType = cast<RankedTensorType>(transpose.getType());
+  SmallVector<int64_t> shape(transposedType.getShape());
+  std::swap(shape[rank - 1], shape[rank - 2]);
+  return rewriter.create<TransposeOp>(
+      transpose.getLoc(), transposedType.clone(shape), transpose.getInput(),
+      rewriter.getDenseI64ArrayAttr(keyPermutation));
+}
+
+/// Attention operands are f32 [B, H, T, D], or [B·H, T, D] (batched
+/// attention, which the fused op runs as one batch of B·H heads).
+bool isAttentionOperand(Value value, int64_t rank) {
   auto type = cast<RankedTensorType>(value.getType());
-  return type.getRank() == 4 && type.getElementType().isF32();
+  return type.getRank() == rank && type.getElementType().isF32();
+}
+
+/// `value` with `count` dims of size 1 put in front.
+Value withLeadingUnitDims(PatternRewriter &rewriter, Location loc, Value value,
+                          int64_t count) {
+  if (count == 0)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(count, 1);
+  llvm::append_range(shape, type.getShape());
+  return rewriter.create<UnsqueezeOp>(
+      loc, type.clone(shape), value,
+      rewriter.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(0, count))));
 }
 
 /// Whether `mask` broadcasts into `scores` without growing it.
 bool broadcastsInto(Value mask, Value scores) {
   auto maskType = cast<RankedTensorType>(mask.getType());
   ArrayRef<int64_t> target = cast<RankedTensorType>(scores.getType()).getShape();
-  if (maskType.getRank() > 4)
+  if (maskType.getRank() > static_cast<int64_t>(target.size()))
     return false;
-  int64_t offset = 4 - maskType.getRank();
+  int64_t offset = target.size() - maskType.getRank();
   for (auto [i, dim] : llvm::enumerate(maskType.getShape()))
     if (dim != 1 && dim != target[i + offset])
       return false;
   return true;
+}
+
+/// The softmax that the attention weights `weights` are: the softmax itself,
+/// or the NaN guard where(isnan(p), 0, p) that torch's SDPA export puts on
+/// it (a row whose every key is masked is then 0, not NaN). `guarded` says
+/// which.
+SoftmaxOp matchWeights(Value weights, bool &guarded) {
+  guarded = false;
+  if (auto softmax = singleUseProducer<SoftmaxOp>(weights))
+    return softmax;
+  auto where = singleUseProducer<WhereOp>(weights);
+  auto isNaN = where ? singleUseProducer<CompareOp>(where.getCondition()) : nullptr;
+  Value probabilities = where ? where.getOnFalse() : Value();
+  if (!isNaN || isNaN.getPredicate() != ComparePredicate::ne ||
+      isNaN.getLhs() != probabilities || isNaN.getRhs() != probabilities ||
+      !isScalarConstant(where.getOnTrue(), 0.0) || !sameType(probabilities, where))
+    return nullptr;
+  auto softmax = probabilities.getDefiningOp<SoftmaxOp>();
+  // The guard's compare and where are the softmax's only users.
+  if (!softmax || llvm::any_of(softmax->getUsers(), [&](Operation *user) {
+        return user != isNaN && user != where;
+      }))
+    return nullptr;
+  guarded = true;
+  return softmax;
+}
+
+/// where(isnan(x), 0, x) of the same type as x.
+Value zeroNaNs(PatternRewriter &rewriter, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Value isNaN = rewriter.create<CompareOp>(loc, type.clone(rewriter.getI1Type()),
+                                           ComparePredicate::ne, x, x);
+  auto scalarType = RankedTensorType::get({}, type.getElementType());
+  Value zero = rewriter.create<ConstantOp>(
+      loc, cast<ElementsAttr>(DenseElementsAttr::get(
+               scalarType, rewriter.getFloatAttr(type.getElementType(), 0.0))));
+  return rewriter.create<WhereOp>(loc, type, isNaN, zero, x);
 }
 
 struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
@@ -143,17 +248,20 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
 
   LogicalResult matchAndRewrite(MatMulOp output,
                                 PatternRewriter &rewriter) const override {
-    auto softmax = singleUseProducer<SoftmaxOp>(output.getLhs());
-    if (!softmax || output.getTransposeB() || softmax.getAxis() != 3)
+    bool guarded;
+    SoftmaxOp softmax = matchWeights(output.getLhs(), guarded);
+    int64_t rank = cast<RankedTensorType>(output.getType()).getRank();
+    if (!softmax || output.getTransposeB() || (rank != 3 && rank != 4) ||
+        static_cast<int64_t>(softmax.getAxis()) != rank - 1)
       return rewriter.notifyMatchFailure(output, "not softmax(...) · V");
     std::optional<ScoreChain> chain = matchScoreChain(softmax.getInput());
     if (!chain)
       return rewriter.notifyMatchFailure(output, "no Q·Kᵀ score chain");
-    Value query = chain->scores.getLhs(), keyTransposed = chain->scores.getRhs();
+    Value query = chain->query, keyTransposed = chain->keyTransposed;
     Value value = output.getRhs();
-    if (!isRank4F32(query) || !isRank4F32(keyTransposed) ||
-        !isRank4F32(value) || !isRank4F32(output))
-      return rewriter.notifyMatchFailure(output, "not rank-4 f32 Q, K, V");
+    if (!isAttentionOperand(query, rank) || !isAttentionOperand(keyTransposed, rank) ||
+        !isAttentionOperand(value, rank) || !isAttentionOperand(output, rank))
+      return rewriter.notifyMatchFailure(output, "not f32 Q, K, V of one rank");
     if (!sameBatchAndHeads(query, keyTransposed) ||
         !sameBatchAndHeads(keyTransposed, value))
       return rewriter.notifyMatchFailure(output, "batch or heads broadcast");
@@ -165,16 +273,41 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
                             .getElementType()
                             .isF32())
       return rewriter.notifyMatchFailure(output, "bias is not f32");
-    Value key = keyOf(chain->scores, rewriter);
+    Value key = keyOf(*chain, rewriter);
     if (!key)
       return rewriter.notifyMatchFailure(output, "K is not read transposed");
 
+    // Batched attention runs as one batch entry of B·H heads, its masks
+    // right-aligned to the 4-D scores.
+    Location loc = output.getLoc();
+    auto as4d = [&](Value operand) {
+      return operand ? withLeadingUnitDims(
+                           rewriter, loc, operand,
+                           4 - cast<RankedTensorType>(operand.getType()).getRank())
+                     : operand;
+    };
+    auto outputType = cast<RankedTensorType>(output.getType());
+    SmallVector<int64_t> resultShape(4 - rank, 1);
+    llvm::append_range(resultShape, outputType.getShape());
+    // One statement each: the unsqueezes come in operand order.
+    Value query4d = as4d(query);
+    Value key4d = as4d(key);
+    Value value4d = as4d(value);
+    Value keep4d = as4d(chain->keep);
+    Value bias4d = as4d(chain->bias);
     auto attention = rewriter.create<AttentionOp>(
-        output.getLoc(), output.getType(), TypeRange(), query, key, value,
-        ValueRange(), chain->keep, chain->bias,
+        loc, outputType.clone(resultShape), TypeRange(), query4d, key4d, value4d,
+        ValueRange(), keep4d, bias4d,
         rewriter.getF32FloatAttr(chain->scale),
         rewriter.getF32FloatAttr(chain->keep ? chain->maskedValue : 0.0));
-    rewriter.replaceOp(output, attention.getResult());
+    Value result = attention.getResult();
+    if (rank == 3)
+      result = rewriter.create<SqueezeOp>(loc, output.getType(), result,
+                                          rewriter.getDenseI64ArrayAttr({0}));
+    // The kernel's fully masked rows are NaN, as the unfused softmax's are;
+    // the guard then zeroes them. Zeroing the output's NaNs instead of the
+    // weights' is the same function wherever V is finite (0 · V = 0).
+    rewriter.replaceOp(output, guarded ? zeroNaNs(rewriter, loc, result) : result);
     return success();
   }
 };
@@ -213,7 +346,8 @@ std::optional<std::pair<Value, int64_t>> matchRepeatedHeads(Value repeated) {
       !keeps((*expanded)[1], 1) || !keeps((*expanded)[3], 2) ||
       !keeps((*expanded)[4], 3))
     return std::nullopt;
-  if (!((*merged)[0].isConstant(0) || (*merged)[0].isDimOf(kv, 0)) ||
+  if (!(((*merged)[0].isConstant(0) && !reshape.getAllowZero()) ||
+        (*merged)[0].isDimOf(kv, 0)) ||
       !(*merged)[1].isConstant(kvHeads * *group) ||
       !(*merged)[2].isDimOf(kv, 2) || !(*merged)[3].isDimOf(kv, 3))
     return std::nullopt;
@@ -263,7 +397,7 @@ struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
 ConcatOp matchCacheConcat(OpOperand &rows) {
   auto concat = rows.get().getDefiningOp<ConcatOp>();
   if (!concat || concat.getAxis() != 2 || concat.getInputs().size() != 2 ||
-      !isRank4F32(concat.getInputs()[0]))
+      !isAttentionOperand(concat.getInputs()[0], 4))
     return nullptr;
   Operation *attention = rows.getOwner();
   for (OpOperand &use : concat->getUses()) {

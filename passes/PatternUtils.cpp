@@ -4,6 +4,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -111,6 +112,34 @@ std::optional<SmallVector<ShapeElement>> shapeElements(Value shape) {
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return shapeElements(reshape.getInput());
+  if (auto shapeOf = dyn_cast<ShapeOfOp>(op)) {
+    SmallVector<ShapeElement> elements;
+    for (auto [dim, size] : llvm::enumerate(
+             cast<RankedTensorType>(shapeOf.getInput().getType()).getShape()))
+      elements.push_back(ShapeElement{ShapedType::isDynamic(size)
+                                          ? std::nullopt
+                                          : std::optional<int64_t>(size),
+                                      shapeOf.getInput(), static_cast<int64_t>(dim)});
+    return elements;
+  }
+  // A unit-step slice of a shape vector (the dynamo exporter's
+  // shape[1:3]), with ONNX's clamping of the bounds.
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    std::optional<SmallVector<ShapeElement>> input = shapeElements(slice.getInput());
+    std::optional<double> start = scalarConstantValue(slice.getStarts()),
+                          end = scalarConstantValue(slice.getEnds()),
+                          step = scalarConstantValue(slice.getSteps());
+    if (!input || !start || !end || step != 1.0)
+      return std::nullopt;
+    auto size = static_cast<int64_t>(input->size());
+    auto clampIndex = [&](double index) {
+      auto i = static_cast<int64_t>(std::clamp<double>(index, -1e18, 1e18));
+      return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
+    };
+    int64_t begin = clampIndex(*start), stop = clampIndex(*end);
+    return SmallVector<ShapeElement>(input->begin() + begin,
+                                     input->begin() + std::max(begin, stop));
+  }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     SmallVector<ShapeElement> elements;
     for (Value input : concat.getInputs()) {
@@ -144,10 +173,11 @@ std::optional<SmallVector<ShapeElement>> shapeElements(Value shape) {
       return std::nullopt;
   SmallVector<ShapeElement> elements;
   for (size_t i = 0; i < length; ++i) {
+    // An undecided comparison leaves its entry unknown, not the whole
+    // shape: torch's expand(-1, ...) compares computed lengths (past +
+    // sequence) with -1 next to the -1 it replaces with 1.
     std::optional<bool> same = equal(at(*x, i), at(*y, i));
-    if (!same)
-      return std::nullopt;
-    elements.push_back(*same ? at(*a, i) : at(*b, i));
+    elements.push_back(same ? (*same ? at(*a, i) : at(*b, i)) : ShapeElement{});
   }
   return elements;
 }
@@ -223,8 +253,10 @@ private:
         return next(element.tensor, element.index);
       if (element.constant && *element.constant > 0)
         return {*element.constant, nullptr, 0};
-      // 0 copies the input's dim; -1 is inferred from the element count.
-      if (element.constant == 0 && dim < rankOf(reshape.getInput()))
+      // 0 copies the input's dim (unless allow_zero makes it an empty
+      // one); -1 is inferred from the element count.
+      if (element.constant == 0 && !reshape.getAllowZero() &&
+          dim < rankOf(reshape.getInput()))
         return next(reshape.getInput(), dim);
       return here;
     }

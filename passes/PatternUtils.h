@@ -59,7 +59,7 @@ struct ShapeElement {
 /// shape subgraphs as exporters write them after kiln-fold-constants (concat
 /// of unsqueezed kiln.dim values, constants and other scalars, which are
 /// unknown entries, and ONNX Expand's where(shape == -1, 1, shape), whose
-/// comparisons must be decided).
+/// undecided comparisons give unknown entries).
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value shape);
 
 /// Where the size of a tensor's dim comes from, traced back through the ops

@@ -73,11 +73,11 @@ std::optional<Shape> shapeEntries(Value shape) {
 } // namespace
 
 SmallVector<int64_t> reshapeShape(ArrayRef<int64_t> input,
-                                  ArrayRef<int64_t> entries) {
+                                  ArrayRef<int64_t> entries, bool allowZero) {
   Shape shape;
   std::optional<size_t> inferred;
   for (auto [i, entry] : llvm::enumerate(entries)) {
-    if (entry == 0 && i < input.size()) {
+    if (entry == 0 && !allowZero && i < input.size()) {
       shape.push_back(input[i]);
     } else if (entry == -1 && !inferred) {
       inferred = i;
@@ -131,6 +131,53 @@ Shape concatShape(ValueRange inputs, int64_t axis) {
   return shape;
 }
 
+/// The size a reshape's -1 entry stands for when the other entries are
+/// constants or dims of its input, each input dim named at most once: the
+/// named dims cancel, and what the input's static dims leave over is the
+/// size ([B, T, 192] to [B, T, -1, 48] gives 4).
+std::optional<int64_t> inferredEntry(ReshapeOp reshape) {
+  std::optional<SmallVector<ShapeElement>> elements =
+      shapeElements(reshape.getShape());
+  if (!elements)
+    return std::nullopt;
+  Value input = reshape.getInput();
+  Shape inputShape = shapeOf(input);
+  SmallVector<bool> named(inputShape.size(), false);
+  int64_t known = 1;
+  int inferred = 0;
+  for (auto [i, element] : llvm::enumerate(*elements)) {
+    std::optional<int64_t> copied;
+    if (element.constant == -1) {
+      ++inferred;
+      continue;
+    }
+    if (element.constant == 0 && !reshape.getAllowZero())
+      copied = static_cast<int64_t>(i);
+    else if (element.tensor == input)
+      copied = element.index;
+    if (copied) {
+      if (*copied >= static_cast<int64_t>(named.size()) || named[*copied])
+        return std::nullopt;
+      named[*copied] = true;
+      continue;
+    }
+    if (!element.constant || *element.constant <= 0)
+      return std::nullopt;
+    known *= *element.constant;
+  }
+  int64_t count = 1;
+  for (auto [size, isNamed] : llvm::zip(inputShape, named)) {
+    if (isNamed)
+      continue;
+    if (ShapedType::isDynamic(size))
+      return std::nullopt;
+    count *= size;
+  }
+  if (inferred != 1 || known == 0 || count % known != 0)
+    return std::nullopt;
+  return count / known;
+}
+
 /// The shapes of `op`'s results as its operands prove them, or nullopt for
 /// ops it does not know.
 std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
@@ -148,7 +195,13 @@ std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
         std::optional<Shape> entries = shapeEntries(reshape.getShape());
         if (!entries)
           return std::nullopt;
-        return one(reshapeShape(shapeOf(reshape.getInput()), *entries));
+        Shape shape =
+            reshapeShape(shapeOf(reshape.getInput()), *entries, reshape.getAllowZero());
+        auto minusOne = llvm::find(*entries, -1);
+        if (minusOne != entries->end())
+          if (std::optional<int64_t> size = inferredEntry(reshape))
+            shape[minusOne - entries->begin()] = *size;
+        return one(shape);
       })
       .Case([&](ExpandOp expand) -> R {
         std::optional<Shape> entries = shapeEntries(expand.getShape());

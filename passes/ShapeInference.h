@@ -23,12 +23,14 @@ struct SliceRange {
 };
 SliceRange sliceRange(int64_t size, int64_t start, int64_t end, int64_t step);
 
-/// The result shape of ONNX Reshape (allowzero = 0) of an `input` shape by
-/// the requested `entries`, ShapedType::kDynamic where the input or an entry
-/// is unknown (kDynamic) or the entries are invalid: a 0 copies the input's
-/// size at its index, one -1 is what keeps the element count.
+/// The result shape of ONNX Reshape of an `input` shape by the requested
+/// `entries`, ShapedType::kDynamic where the input or an entry is unknown
+/// (kDynamic) or the entries are invalid: a 0 copies the input's size at its
+/// index (is an empty dim with `allowZero`), one -1 is what keeps the
+/// element count.
 llvm::SmallVector<int64_t> reshapeShape(llvm::ArrayRef<int64_t> input,
-                                        llvm::ArrayRef<int64_t> entries);
+                                        llvm::ArrayRef<int64_t> entries,
+                                        bool allowZero);
 
 /// Makes the result types of the kiln op `op` as static as its operands'
 /// types and constant operands prove them, and makes it read the sources of

@@ -67,11 +67,14 @@ static int64_t total(const PassReport::OpCounts &counts) {
 }
 
 /// Whether a fusion pass that creates ops of kind `name` has fused something
-/// into them: the reshapes and constants that a fusion adds to give an
-/// operand the fused op's shape are not fusions.
+/// into them: the reshapes, squeezes, unsqueezes and constants that a fusion
+/// adds to give an operand the fused op's shape (batched attention's 3-D
+/// operands as 4-D) are not fusions.
 static bool isFusedOp(llvm::StringRef name) {
-  return name.starts_with("kiln.") && name != "kiln.reshape" &&
-         name != "kiln.constant";
+  return name.starts_with("kiln.") &&
+         !llvm::is_contained({"kiln.reshape", "kiln.squeeze", "kiln.unsqueeze",
+                              "kiln.constant"},
+                             name);
 }
 
 llvm::json::Object PassReport::toJson() const {

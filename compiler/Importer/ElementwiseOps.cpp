@@ -7,6 +7,8 @@
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 
 namespace kiln {
@@ -154,6 +156,69 @@ LogicalResult importCastLike(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// IsNaN(x) = x != x: only NaN compares unequal to itself.
+LogicalResult importIsNaN(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType()).clone(ctx.builder().getI1Type());
+  ctx.setOutput(node, 0,
+                ctx.builder().create<CompareOp>(ctx.loc(node), type,
+                                                ComparePredicate::ne, *x, *x));
+  return success();
+}
+
+/// IsInf(x) = (x == +inf and detect_positive) or (x == -inf and
+/// detect_negative).
+LogicalResult importIsInf(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto positive = ctx.intAttr(node, "detect_positive", 1);
+  auto negative = ctx.intAttr(node, "detect_negative", 1);
+  if (failed(x) || failed(positive) || failed(negative))
+    return failure();
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  auto type = cast<RankedTensorType>(x->getType());
+  auto boolType = type.clone(b.getI1Type());
+  Type element = type.getElementType();
+  if (!isa<FloatType>(element))
+    return ctx.error(node) << "input must be a float tensor, got " << type;
+  Value result;
+  for (auto [detect, sign] : {std::pair{*positive, 1.0}, std::pair{*negative, -1.0}}) {
+    if (!detect)
+      continue;
+    Value infinity = ctx.scalar(loc, element, sign * HUGE_VAL);
+    Value equal = b.create<CompareOp>(loc, boolType, ComparePredicate::eq, *x, infinity);
+    result = result ? b.create<OrOp>(loc, boolType, result, equal).getResult() : equal;
+  }
+  if (!result) {
+    // Neither sign detected: all false.
+    Value falseScalar = b.create<ConstantOp>(
+        loc, cast<ElementsAttr>(DenseElementsAttr::get(
+                 RankedTensorType::get({}, b.getI1Type()), false)));
+    result = b.create<AndOp>(loc, boolType,
+                             b.create<CompareOp>(loc, boolType, ComparePredicate::eq,
+                                                 *x, *x),
+                             falseScalar);
+  }
+  ctx.setOutput(node, 0, result);
+  return success();
+}
+
+/// Gelu (opset 20): approximate = "none" (erf) or "tanh".
+LogicalResult importGelu(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto approximate = ctx.stringAttr(node, "approximate", "none");
+  if (failed(x) || failed(approximate))
+    return failure();
+  if (*approximate != "none" && *approximate != "tanh")
+    return ctx.error(node) << "attribute 'approximate' must be \"none\" or \"tanh\", got \""
+                           << *approximate << "\"";
+  ctx.setOutput(node, 0,
+                ctx.builder().create<GeluOp>(ctx.loc(node), *x, *approximate == "tanh"));
+  return success();
+}
+
 } // namespace
 
 void registerElementwiseImporters(OpImporterRegistry &registry) {
@@ -187,6 +252,9 @@ void registerElementwiseImporters(OpImporterRegistry &registry) {
   registry.add("GreaterOrEqual", importCompare<ComparePredicate::ge>);
   registry.add("Where", importWhere);
   registry.add("Clip", importClip);
+  registry.add("IsNaN", importIsNaN);
+  registry.add("IsInf", importIsInf);
+  registry.add("Gelu", importGelu);
   registry.add("Cast", importCast);
   registry.add("CastLike", importCastLike);
 }

@@ -41,8 +41,9 @@ OpImporterRegistry::OpImporterRegistry() {
 }
 
 ImportContext::ImportContext(OpBuilder &builder, StringRef sourceName,
-                             WeightLoader &weights)
-    : builder_(builder), sourceName_(sourceName.str()), weights_(weights) {}
+                             WeightLoader &weights, int64_t opset)
+    : builder_(builder), sourceName_(sourceName.str()), weights_(weights),
+      opset_(opset) {}
 
 Location ImportContext::loc(const onnx::NodeProto &node) {
   std::string name = node.name();
@@ -186,6 +187,18 @@ FailureOr<float> ImportContext::floatAttr(const onnx::NodeProto &node,
   return attr->f();
 }
 
+FailureOr<std::string> ImportContext::stringAttr(const onnx::NodeProto &node,
+                                                StringRef name,
+                                                StringRef defaultValue) {
+  const auto *attr = findAttr(node, name);
+  if (!attr)
+    return defaultValue.str();
+  if (attr->type() != onnx::AttributeProto::STRING)
+    return error(node) << "attribute '" << name << "' must be STRING, got "
+                       << attrTypeName(*attr);
+  return attr->s();
+}
+
 FailureOr<std::optional<SmallVector<int64_t>>>
 ImportContext::intsAttr(const onnx::NodeProto &node, StringRef name) {
   const auto *attr = findAttr(node, name);
@@ -205,14 +218,12 @@ bool ImportContext::isConstantInput(const onnx::NodeProto &node, int index) {
 
 FailureOr<SmallVector<int64_t>>
 ImportContext::constantInts(const onnx::NodeProto &node, int index,
-                            StringRef what) {
+                            StringRef what, StringRef why) {
   Value value = input(node, index);
   auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
   if (!constant)
     return error(node) << what << " (input #" << index
-                       << ") must be a constant; kiln does not support a "
-                          "computed "
-                       << what;
+                       << ") must be a constant: " << why;
   ElementsAttr attr = constant.getValue();
   if (!isa<IntegerType>(attr.getElementType()))
     return error(node) << what << " must hold integers, got "

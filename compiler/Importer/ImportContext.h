@@ -33,11 +33,14 @@ std::string onnxTypeName(int32_t onnxType);
 class ImportContext {
 public:
   ImportContext(mlir::OpBuilder &builder, llvm::StringRef sourceName,
-                WeightLoader &weights);
+                WeightLoader &weights, int64_t opset);
 
   mlir::OpBuilder &builder() { return builder_; }
   mlir::MLIRContext *context() { return builder_.getContext(); }
   WeightLoader &weights() { return weights_; }
+  /// The model's opset of the default domain: importers of ops whose
+  /// signature changed between opsets read it.
+  int64_t opset() const { return opset_; }
 
   /// Location of `node`: its name (or its first output's) in the model file.
   mlir::Location loc(const onnx::NodeProto &node);
@@ -86,13 +89,18 @@ public:
                                    llvm::StringRef name, int64_t defaultValue);
   mlir::FailureOr<float> floatAttr(const onnx::NodeProto &node,
                                    llvm::StringRef name, float defaultValue);
+  mlir::FailureOr<std::string> stringAttr(const onnx::NodeProto &node,
+                                          llvm::StringRef name,
+                                          llvm::StringRef defaultValue);
   mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
   intsAttr(const onnx::NodeProto &node, llvm::StringRef name);
 
   /// The integer values of input `index` when it is a constant; an error
-  /// naming `what` when it is not.
+  /// naming `what` and saying `why` kiln needs it at compile time when it is
+  /// not.
   mlir::FailureOr<llvm::SmallVector<int64_t>>
-  constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what);
+  constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what,
+               llvm::StringRef why);
   /// True when input `index` is present and produced by a kiln.constant.
   bool isConstantInput(const onnx::NodeProto &node, int index);
 
@@ -112,6 +120,7 @@ private:
   mlir::OpBuilder &builder_;
   std::string sourceName_;
   WeightLoader &weights_;
+  int64_t opset_;
   llvm::StringMap<mlir::Value> values_;
   llvm::StringMap<onnx::TypeProto> valueInfo_;
 };

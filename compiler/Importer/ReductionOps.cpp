@@ -1,7 +1,8 @@
-//===- ReductionOps.cpp - ReduceSum, ReduceMean, ReduceMax ----------------===//
+//===- ReductionOps.cpp - Reductions and CumSum ---------------------------===//
 //
-// Opsets 13-17 give ReduceSum its axes as an input and the others as an
-// attribute; both normalize to kiln's sorted axes attribute.
+// ReduceSum takes its axes as an input from opset 13, the other reductions
+// from opset 18 (an attribute before); both normalize to kiln's sorted axes
+// attribute.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
@@ -13,9 +14,9 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
-enum class AxesFrom { Attribute, Input };
-
-template <typename OpTy, AxesFrom axesFrom>
+/// `axesInputSince`: the first opset in which the op's axes are its second
+/// input rather than an attribute.
+template <typename OpTy, int64_t axesInputSince>
 LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   auto keepDims = ctx.intAttr(node, "keepdims", 1);
@@ -26,14 +27,14 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   int64_t rank = inputType.getRank();
 
   SmallVector<int64_t> axes;
-  if (axesFrom == AxesFrom::Attribute) {
+  if (ctx.opset() < axesInputSince) {
     auto attr = ctx.intsAttr(node, "axes");
     if (failed(attr))
       return failure();
     if (*attr)
       axes = **attr;
   } else if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "axes");
+    auto values = ctx.constantInts(node, 1, "axes", "they decide the result's rank");
     if (failed(values))
       return failure();
     axes = *values;
@@ -64,12 +65,39 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// The axis must be known at compile time: it decides which dimension the
+/// generated loop scans.
+LogicalResult importCumSum(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto exclusive = ctx.intAttr(node, "exclusive", 0);
+  auto reverse = ctx.intAttr(node, "reverse", 0);
+  if (failed(x) || failed(exclusive) || failed(reverse))
+    return failure();
+  auto axisValues = ctx.constantInts(node, 1, "axis",
+                                     "it decides which dimension the scan runs along");
+  if (failed(axisValues))
+    return failure();
+  if (axisValues->size() != 1)
+    return ctx.error(node) << "axis must hold one value, got " << axisValues->size();
+  auto type = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.normalizeAxis(node, axisValues->front(), type.getRank());
+  if (failed(axis))
+    return failure();
+  OpBuilder &b = ctx.builder();
+  auto op = b.create<CumSumOp>(ctx.loc(node), type, *x, b.getI64IntegerAttr(*axis),
+                               *exclusive ? b.getUnitAttr() : UnitAttr(),
+                               *reverse ? b.getUnitAttr() : UnitAttr());
+  ctx.setOutput(node, 0, op);
+  return success();
+}
+
 } // namespace
 
 void registerReductionImporters(OpImporterRegistry &registry) {
-  registry.add("ReduceSum", importReduce<ReduceSumOp, AxesFrom::Input>);
-  registry.add("ReduceMean", importReduce<ReduceMeanOp, AxesFrom::Attribute>);
-  registry.add("ReduceMax", importReduce<ReduceMaxOp, AxesFrom::Attribute>);
+  registry.add("ReduceSum", importReduce<ReduceSumOp, 13>);
+  registry.add("ReduceMean", importReduce<ReduceMeanOp, 18>);
+  registry.add("ReduceMax", importReduce<ReduceMaxOp, 18>);
+  registry.add("CumSum", importCumSum);
 }
 
 } // namespace kiln

@@ -1,7 +1,7 @@
 //===- ShapeOps.cpp - Data movement ONNX ops ------------------------------===//
 //
 // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Split, Slice,
-// Gather, Expand and Tile.
+// Gather, GatherElements, GatherND, Expand and Tile.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
@@ -39,19 +39,19 @@ LogicalResult importReshape(ImportContext &ctx, const onnx::NodeProto &node) {
   auto rank = staticLength(ctx, node, *shape, "shape");
   if (failed(rank))
     return failure();
-  if (*allowZero) {
-    // kiln.reshape reads 0 as "copy the input dimension"; with allowzero a 0
-    // means an empty dimension, which only a constant shape can rule out.
-    auto values = ctx.constantInts(node, 1, "shape (with allowzero = 1)");
+  // allowzero matters only where an entry may be 0: a constant shape
+  // without one reshapes alike either way.
+  bool emptyDims = *allowZero != 0;
+  if (emptyDims && ctx.isConstantInput(node, 1)) {
+    auto values = ctx.constantInts(node, 1, "shape", "read only when constant");
     if (failed(values))
       return failure();
-    if (llvm::is_contained(*values, 0))
-      return ctx.error(node) << "allowzero = 1 with a 0 in the shape (an empty "
-                                "tensor) is not supported";
+    emptyDims = llvm::is_contained(*values, 0);
   }
   auto type = ctx.resultType(node, 0, getElementTypeOrSelf(*x), dynamicShape(*rank));
   ctx.setOutput(node, 0,
-                ctx.builder().create<ReshapeOp>(ctx.loc(node), type, *x, *shape));
+                ctx.builder().create<ReshapeOp>(ctx.loc(node), type, *x, *shape,
+                                                emptyDims));
   return success();
 }
 
@@ -129,7 +129,7 @@ LogicalResult importSqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   auto type = tensorType(*x);
   SmallVector<int64_t> axes;
   if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "axes");
+    auto values = ctx.constantInts(node, 1, "axes", "they decide the result's rank");
     if (failed(values))
       return failure();
     auto normalized = ctx.normalizeAxes(node, *values, type.getRank());
@@ -165,7 +165,7 @@ LogicalResult importUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   if (failed(x))
     return failure();
-  auto values = ctx.constantInts(node, 1, "axes");
+  auto values = ctx.constantInts(node, 1, "axes", "they decide the result's rank");
   if (failed(values))
     return failure();
   auto type = tensorType(*x);
@@ -234,7 +234,8 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
   int64_t parts = node.output_size();
   SmallVector<int64_t> sizes;
   if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "split");
+    auto values = ctx.constantInts(node, 1, "split",
+                                       "kiln.split takes its sizes at compile time");
     if (failed(values))
       return failure();
     sizes = *values;
@@ -242,13 +243,27 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
       return ctx.error(node) << "'split' has " << sizes.size() << " sizes but the node has "
                              << parts << " outputs";
   } else {
+    // Opset 18's num_outputs splits into ceil(dim / n)-sized parts, the last
+    // smaller; without it the split must be even.
+    auto numOutputs = ctx.intAttr(node, "num_outputs", 0);
+    if (failed(numOutputs))
+      return failure();
+    if (*numOutputs && *numOutputs != parts)
+      return ctx.error(node) << "num_outputs is " << *numOutputs << " but the node has "
+                             << parts << " outputs";
     int64_t dim = type.getDimSize(*axis);
     if (ShapedType::isDynamic(dim))
-      return ctx.error(node) << "an even split needs a static axis size, got " << type;
-    if (dim % parts != 0)
+      return ctx.error(node) << "a split without sizes needs a static axis size, got "
+                             << type;
+    int64_t part = *numOutputs ? (dim + parts - 1) / parts : dim / parts;
+    if (!*numOutputs && dim % parts != 0)
       return ctx.error(node) << "axis of size " << dim << " does not split evenly into "
                              << parts << " outputs";
-    sizes.assign(parts, dim / parts);
+    if (part * (parts - 1) >= dim && parts > 1)
+      return ctx.error(node) << "axis of size " << dim << " cannot split into "
+                             << parts << " non-empty parts of " << part;
+    sizes.assign(parts, part);
+    sizes.back() = dim - part * (parts - 1);
   }
   SmallVector<Type> resultTypes;
   for (auto [i, size] : llvm::enumerate(sizes)) {
@@ -276,7 +291,7 @@ LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
     return failure();
   SmallVector<int64_t> axes;
   if (ctx.input(node, 3)) {
-    auto values = ctx.constantInts(node, 3, "axes");
+    auto values = ctx.constantInts(node, 3, "axes", "they decide which dims the slice leaves dynamic");
     if (failed(values))
       return failure();
     axes = *values;
@@ -335,6 +350,60 @@ LogicalResult importGather(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+LogicalResult importGatherElements(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto data = ctx.requiredInput(node, 0);
+  auto indices = ctx.requiredInput(node, 1);
+  auto axisAttr = ctx.intAttr(node, "axis", 0);
+  if (failed(data) || failed(indices) || failed(axisAttr))
+    return failure();
+  auto type = tensorType(*data);
+  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  if (tensorType(*indices).getRank() != type.getRank())
+    return ctx.error(node) << "indices of rank " << tensorType(*indices).getRank()
+                           << " for data of rank " << type.getRank()
+                           << " (they must be equal)";
+  auto resultType = ctx.resultType(node, 0, type.getElementType(),
+                                   tensorType(*indices).getShape());
+  ctx.setOutput(node, 0,
+                ctx.builder().create<GatherElementsOp>(
+                    ctx.loc(node), resultType, *data, *indices,
+                    ctx.builder().getI64IntegerAttr(*axis)));
+  return success();
+}
+
+LogicalResult importGatherND(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto data = ctx.requiredInput(node, 0);
+  auto indices = ctx.requiredInput(node, 1);
+  auto batchDims = ctx.intAttr(node, "batch_dims", 0);
+  if (failed(data) || failed(indices) || failed(batchDims))
+    return failure();
+  auto dataType = tensorType(*data), indicesType = tensorType(*indices);
+  if (indicesType.getRank() < 1 || indicesType.isDynamicDim(indicesType.getRank() - 1))
+    return ctx.error(node) << "the last dimension of the indices (the length of "
+                              "each index tuple) must be static: it decides the "
+                              "result's rank, got "
+                           << indicesType;
+  int64_t tuple = indicesType.getShape().back();
+  if (*batchDims < 0 || *batchDims >= indicesType.getRank() ||
+      *batchDims + tuple > dataType.getRank())
+    return ctx.error(node) << "batch_dims " << *batchDims << " with index tuples of "
+                           << tuple << " do not fit data " << dataType
+                           << " and indices " << indicesType;
+  SmallVector<int64_t> shape(indicesType.getShape().drop_back());
+  for (int64_t i = 0; i < *batchDims; ++i)
+    if (ShapedType::isDynamic(shape[i]))
+      shape[i] = dataType.getDimSize(i);
+  llvm::append_range(shape, dataType.getShape().drop_front(*batchDims + tuple));
+  auto resultType = ctx.resultType(node, 0, dataType.getElementType(), shape);
+  ctx.setOutput(node, 0,
+                ctx.builder().create<GatherNdOp>(
+                    ctx.loc(node), resultType, *data, *indices,
+                    ctx.builder().getI64IntegerAttr(*batchDims)));
+  return success();
+}
+
 /// Expand and Tile: the result rank follows from the input and the length
 /// of the 1-D shape operand; the sizes come from shape inference.
 template <typename OpTy>
@@ -366,6 +435,8 @@ void registerShapeImporters(OpImporterRegistry &registry) {
   registry.add("Split", importSplit);
   registry.add("Slice", importSlice);
   registry.add("Gather", importGather);
+  registry.add("GatherElements", importGatherElements);
+  registry.add("GatherND", importGatherND);
   registry.add("Expand", importShapeDriven<ExpandOp>);
   registry.add("Tile", importShapeDriven<TileOp>);
 }

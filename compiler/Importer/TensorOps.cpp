@@ -82,7 +82,8 @@ LogicalResult importDropout(ImportContext &ctx, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   if (Value training = ctx.input(node, 2)) {
-    auto mode = ctx.constantInts(node, 2, "training_mode");
+    auto mode = ctx.constantInts(node, 2, "training_mode",
+                                     "kiln compiles inference graphs only");
     if (failed(mode))
       return failure();
     if (!mode->empty() && mode->front() != 0)
@@ -128,7 +129,7 @@ LogicalResult importConstantOfShape(ImportContext &ctx, const onnx::NodeProto &n
   Location loc = ctx.loc(node);
   Type element = dense.getElementType();
   if (ctx.isConstantInput(node, 0)) {
-    auto dims = ctx.constantInts(node, 0, "shape");
+    auto dims = ctx.constantInts(node, 0, "shape", "read only when constant");
     if (failed(dims))
       return failure();
     if (llvm::any_of(*dims, [](int64_t d) { return d < 0; }))
@@ -165,17 +166,24 @@ LogicalResult importTrilu(ImportContext &ctx, const onnx::NodeProto &node) {
   auto upper = ctx.intAttr(node, "upper", 1);
   if (failed(x) || failed(upper))
     return failure();
+  // A constant k becomes the attribute; a computed one stays an operand.
   int64_t k = 0;
-  if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "k");
+  Value diagonal;
+  if (ctx.isConstantInput(node, 1)) {
+    auto values = ctx.constantInts(node, 1, "k", "read only when constant");
     if (failed(values))
       return failure();
     if (values->size() != 1)
       return ctx.error(node) << "k must hold one value, got " << values->size();
     k = values->front();
+  } else if ((diagonal = ctx.input(node, 1))) {
+    auto type = cast<RankedTensorType>(diagonal.getType());
+    if (!type.getElementType().isInteger(64) || !type.hasStaticShape() ||
+        type.getNumElements() != 1 || type.getRank() > 1)
+      return ctx.error(node) << "k must be one int64, got " << type;
   }
   auto op = ctx.builder().create<TriluOp>(
-      ctx.loc(node), x->getType(), *x, ctx.builder().getI64IntegerAttr(k),
+      ctx.loc(node), x->getType(), *x, diagonal, ctx.builder().getI64IntegerAttr(k),
       *upper ? ctx.builder().getUnitAttr() : UnitAttr());
   ctx.setOutput(node, 0, op);
   return success();

@@ -61,7 +61,7 @@ def reason_of(stderr):
         return "unsupported op " + ", ".join(ops)
     match = re.search(r"uses opset (\d+) of the default ONNX domain", text)
     if match:
-        return f"opset {match.group(1)} (kiln reads opsets 13 to 17)"
+        return f"opset {match.group(1)} (kiln reads opsets 13 to 21)"
     line = first_line(text)
     line = re.sub(r"^(kilnc|kiln-run): error: ", "", line)
     line = re.sub(r"/\S*/(test_\w+)/", r"\1/", line)

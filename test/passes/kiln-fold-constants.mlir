@@ -316,3 +316,40 @@ func.func @slice_huge_step(%x: tensor<5xf32>) -> (tensor<?xf32>, tensor<?xi64>) 
   %t = kiln.slice %v[%c0 : %c5 : %big] {axes = array<i64: 0>} : (tensor<3xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xi64>
   return %s, %t : tensor<?xf32>, tensor<?xi64>
 }
+
+// -----
+
+// Tests torch's computed split of a fused QKV: gather(shape_of(x), [-1])
+// with a one-element index becomes the static last dim, and a reshape to
+// [B, T, -1, 48] of x [B, T, 192] infers 4 heads, since B and T are x's own
+// dims and cancel. Expand's where(shape == -1, 1, shape) with computed
+// entries leaves only those entries unknown: the -1 it replaces still
+// makes the head dim 1.
+
+// CHECK-LABEL: func.func @computed_split_sizes
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x?x192xf32>, %[[M:.+]]: tensor<?x1x?x?xi1>, %[[L:.+]]: tensor<i64>)
+//       CHECK: %[[LAST:.+]] = kiln.constant dense<48> : tensor<1xi64>
+//       CHECK: kiln.reshape %[[X]], %{{.+}} : (tensor<?x?x192xf32>, tensor<4xi64>) -> tensor<?x?x4x48xf32>
+//       CHECK: kiln.expand %[[M]], %{{.+}} : (tensor<?x1x?x?xi1>, tensor<4xi64>) -> tensor<?x1x?x?xi1>
+//       CHECK: return %{{.+}}, %[[LAST]]
+func.func @computed_split_sizes(%x: tensor<?x?x192xf32>, %m: tensor<?x1x?x?xi1>, %l: tensor<i64>)
+    -> (tensor<?x?x?x?xf32>, tensor<1xi64>, tensor<?x?x?x?xi1>) {
+  %b = kiln.dim %x {index = 0 : i64} : tensor<?x?x192xf32> -> tensor<i64>
+  %t = kiln.dim %x {index = 1 : i64} : tensor<?x?x192xf32> -> tensor<i64>
+  %bu = kiln.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tu = kiln.unsqueeze %t {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %c48 = kiln.constant dense<48> : tensor<1xi64>
+  %shape = kiln.concat %bu, %tu, %m1, %c48 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = kiln.reshape %x, %shape : (tensor<?x?x192xf32>, tensor<4xi64>) -> tensor<?x?x?x?xf32>
+  %s = kiln.shape_of %r : tensor<?x?x?x?xf32> -> tensor<4xi64>
+  %last = kiln.gather %s[%m1] {axis = 0 : i64} : (tensor<4xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %lu = kiln.unsqueeze %l {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %requested = kiln.concat %bu, %m1, %lu, %lu {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %minus = kiln.constant dense<-1> : tensor<4xi64>
+  %ones = kiln.constant dense<1> : tensor<4xi64>
+  %is = kiln.compare eq, %requested, %minus : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+  %eshape = kiln.where %is, %ones, %requested : (tensor<4xi1>, tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %e = kiln.expand %m, %eshape : (tensor<?x1x?x?xi1>, tensor<4xi64>) -> tensor<?x?x?x?xi1>
+  return %r, %last, %e : tensor<?x?x?x?xf32>, tensor<1xi64>, tensor<?x?x?x?xi1>
+}

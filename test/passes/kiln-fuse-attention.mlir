@@ -469,3 +469,166 @@ func.func @splits_not_provably_alike(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x
       : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
   return %split, %unnamed, %selfQuery : tensor<1x4x1x16xf32>, tensor<1x4x1x16xf32>, tensor<1x4x8x16xf32>
 }
+
+// -----
+
+// Tests torch's SDPA export: the scale split as sqrt(scale) on Q and on Kᵀ,
+// a boolean mask turned into a -inf bias, and the NaN guard
+// where(isnan(p), 0, p) on the weights. The op's output gets the guard
+// instead (a fully masked row is NaN in the kernel as in the softmax).
+
+// CHECK-LABEL: func.func @sdpa_export
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>, %[[BIAS:.+]]: tensor<?x1x?x?xf32>)
+//       CHECK: %[[ZERO:.+]] = kiln.constant dense<0.000000e+00> : tensor<f32>
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] bias %[[BIAS]] {scale = 2.500000e-01 : f32}
+//       CHECK: %[[NAN:.+]] = kiln.compare ne, %[[O]], %[[O]]
+//       CHECK: %[[G:.+]] = kiln.where %[[NAN]], %[[ZERO]], %[[O]]
+//   CHECK-NOT: kiln.softmax
+//   CHECK-NOT: kiln.mul
+//       CHECK: return %[[G]]
+func.func @sdpa_export(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                       %bias: tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32> {
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %qs = kiln.mul %q, %half : (tensor<?x4x?x16xf32>, tensor<f32>) -> tensor<?x4x?x16xf32>
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %ks = kiln.mul %kt, %half : (tensor<?x4x16x?xf32>, tensor<f32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %qs, %ks : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %a = kiln.add %s, %bias : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %nan = kiln.compare ne, %p, %p : (tensor<?x4x?x?xf32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xi1>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %g = kiln.where %nan, %zero, %p : (tensor<?x4x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %o = kiln.matmul %g, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a where on the weights that is not the NaN guard (it fills 1,
+// or compares against something else) stops the fusion.
+
+// CHECK-LABEL: func.func @not_nan_guards
+//   CHECK-NOT: kiln.attention
+//       CHECK: kiln.softmax
+//       CHECK: kiln.softmax
+func.func @not_nan_guards(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>,
+                          %other: tensor<1x4x8x8xf32>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %nan = kiln.compare ne, %p, %p : (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xi1>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %g = kiln.where %nan, %one, %p : (tensor<1x4x8x8xi1>, tensor<f32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %o = kiln.matmul %g, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  %s2 = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %p2 = kiln.softmax %s2 {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %ne = kiln.compare ne, %p2, %other : (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xi1>
+  %zero = kiln.constant dense<0.0> : tensor<f32>
+  %g2 = kiln.where %ne, %zero, %p2 : (tensor<1x4x8x8xi1>, tensor<f32>, tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %o2 = kiln.matmul %g2, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o, %o2 : tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// Tests the dynamo exporter's Kᵀ: the heads folded into the batch, the last
+// two dims swapped in 3-D, and the heads split out again. The key is read
+// as it was before the folding.
+
+// CHECK-LABEL: func.func @key_transposed_through_3d
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>)
+//       CHECK: kiln.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f32}
+//   CHECK-NOT: kiln.softmax
+func.func @key_transposed_through_3d(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32> {
+  %shape = kiln.shape_of %k : tensor<?x4x?x16xf32> -> tensor<4xi64>
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c3 = kiln.constant dense<3> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<1xi64>
+  %lengths = kiln.slice %shape[%c2 : %c3 : %c1] {axes = array<i64: 0>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %depth = kiln.slice %shape[%c3 : %c4 : %c1] {axes = array<i64: 0>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %heads = kiln.slice %shape[%c0 : %c2 : %c1] {axes = array<i64: 0>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %flat = kiln.concat %minus1, %lengths, %depth {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %k3 = kiln.reshape %k, %flat : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %kt3 = kiln.transpose %k3 {permutation = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %split = kiln.concat %heads, %depth, %lengths {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kt = kiln.reshape %kt3, %split : (tensor<?x16x?xf32>, tensor<4xi64>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %quarter = kiln.constant dense<0.25> : tensor<f32>
+  %d = kiln.mul %s, %quarter : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a 3-D round trip that splits the heads out differently from
+// how they were folded in ([2, 4] to [8, 1]) is not taken for Kᵀ.
+
+// CHECK-LABEL: func.func @flattened_key_split_differently
+//   CHECK-NOT: kiln.attention
+//       CHECK: kiln.softmax
+func.func @flattened_key_split_differently(%q: tensor<8x1x?x16xf32>, %k: tensor<2x4x?x16xf32>, %v: tensor<8x1x?x16xf32>) -> tensor<8x1x?x16xf32> {
+  %shape = kiln.shape_of %k : tensor<2x4x?x16xf32> -> tensor<4xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c3 = kiln.constant dense<3> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<1xi64>
+  %lengths = kiln.slice %shape[%c2 : %c3 : %c1] {axes = array<i64: 0>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %depth = kiln.slice %shape[%c3 : %c4 : %c1] {axes = array<i64: 0>} : (tensor<4xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %flat = kiln.concat %minus1, %lengths, %depth {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %k3 = kiln.reshape %k, %flat : (tensor<2x4x?x16xf32>, tensor<3xi64>) -> tensor<8x?x16xf32>
+  %kt3 = kiln.transpose %k3 {permutation = array<i64: 0, 2, 1>} : (tensor<8x?x16xf32>) -> tensor<8x16x?xf32>
+  %split = kiln.concat %c8, %c1, %depth, %lengths {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %kt = kiln.reshape %kt3, %split : (tensor<8x16x?xf32>, tensor<4xi64>) -> tensor<8x1x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<8x1x?x16xf32>, tensor<8x1x16x?xf32>) -> tensor<8x1x?x?xf32>
+  %p = kiln.softmax %s {axis = 3 : i64} : tensor<8x1x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<8x1x?x?xf32>, tensor<8x1x?x16xf32>) -> tensor<8x1x?x16xf32>
+  return %o : tensor<8x1x?x16xf32>
+}
+
+// -----
+
+// Tests nn.MultiheadAttention's batched attention over [B·H, T, D]: the
+// scale divides Q, Kᵀ is K's [Tk, B·H, D] permuted to [B·H, D, Tk]. The op
+// runs it as one batch entry of B·H heads: 3-D operands get a leading 1,
+// the result loses it.
+
+// CHECK-LABEL: func.func @batched_attention
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x?x16xf32>, %[[KRAW:.+]]: tensor<?x?x16xf32>, %[[V:.+]]: tensor<?x?x16xf32>)
+//       CHECK: %[[K:.+]] = kiln.transpose %[[KRAW]] {permutation = array<i64: 1, 0, 2>}
+//       CHECK: %[[Q4:.+]] = kiln.unsqueeze %[[Q]] {axes = array<i64: 0>} : (tensor<?x?x16xf32>) -> tensor<1x?x?x16xf32>
+//       CHECK: %[[K4:.+]] = kiln.unsqueeze %[[K]] {axes = array<i64: 0>}
+//       CHECK: %[[V4:.+]] = kiln.unsqueeze %[[V]] {axes = array<i64: 0>}
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q4]], %[[K4]], %[[V4]] {scale = 2.500000e-01 : f32} : {{.*}} -> tensor<1x?x?x16xf32>
+//       CHECK: %[[R:.+]] = kiln.squeeze %[[O]] {axes = array<i64: 0>} : (tensor<1x?x?x16xf32>) -> tensor<?x?x16xf32>
+//   CHECK-NOT: kiln.softmax
+//       CHECK: return %[[R]]
+func.func @batched_attention(%q: tensor<?x?x16xf32>, %k: tensor<?x?x16xf32>, %v: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %qs = kiln.div %q, %c4 : (tensor<?x?x16xf32>, tensor<f32>) -> tensor<?x?x16xf32>
+  %kt = kiln.transpose %k {permutation = array<i64: 1, 2, 0>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %s = kiln.matmul %qs, %kt : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  %p = kiln.softmax %s {axis = 2 : i64} : tensor<?x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x?x?xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %o : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Tests that batched attention whose softmax is not over the keys (axis 1 of
+// the 3-D scores) is left alone.
+
+// CHECK-LABEL: func.func @batched_softmax_over_queries
+//   CHECK-NOT: kiln.attention
+//       CHECK: kiln.softmax
+func.func @batched_softmax_over_queries(%q: tensor<4x8x16xf32>, %k: tensor<4x8x16xf32>, %v: tensor<4x8x16xf32>) -> tensor<4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<4x8x16xf32>, tensor<4x8x16xf32>) -> tensor<4x8x8xf32>
+  %p = kiln.softmax %s {axis = 1 : i64} : tensor<4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<4x8x8xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
+  return %o : tensor<4x8x16xf32>
+}

@@ -137,7 +137,7 @@ TEST_F(ImporterErrorsTest, OpsetTooOld) {
 g (float[2] x) => (float[2] y) { y = Relu(x) }
 )");
   EXPECT_THAT(error, HasSubstr("unsupported opset: the model uses opset 11"));
-  EXPECT_THAT(error, HasSubstr("kiln supports opsets 13 to 17"));
+  EXPECT_THAT(error, HasSubstr("kiln supports opsets 13 to 21"));
 }
 
 TEST_F(ImporterErrorsTest, NoDefaultDomain) {

@@ -39,6 +39,9 @@ struct IndexMath {
   Value lt(Value x, Value y) {
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
   }
+  Value le(Value x, Value y) {
+    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, x, y);
+  }
   Value eq(Value x, Value y) {
     return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y);
   }
@@ -81,6 +84,21 @@ Value generate(OpBuilder &b, Location loc, RankedTensorType resultType,
       .getResult(0);
 }
 
+/// The element `index` of an integer index tensor as an index into a data
+/// dim of size `size`: negative values count from the end, and a run-time
+/// check names `op` and `dim` when it is out of range.
+Value checkedIndex(OpBuilder &b, Location loc, Operation *op, Value index,
+                   Value size, int64_t dim) {
+  IndexMath n{b, loc};
+  index = n.wrapNegative(b.create<arith::IndexCastOp>(loc, b.getIndexType(), index),
+                         size);
+  Value inRange = b.create<arith::AndIOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, index, n.c(0)),
+      n.lt(index, size));
+  check(b, loc, op, inRange, "an index is out of range for data dim " + Twine(dim));
+  return index;
+}
+
 Value extractSlice(OpBuilder &b, Location loc, Value source,
                    ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
                    ArrayRef<OpFoldResult> strides, RankedTensorType resultType) {
@@ -101,7 +119,8 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
     int64_t rank = resultType.getRank();
-    // ONNX rules: 0 copies the input's size at that index, -1 is inferred.
+    // ONNX rules: 0 copies the input's size at that index (an empty dim
+    // with allow_zero), -1 is inferred.
     SmallVector<Value> requested(rank), resolved(rank);
     Value known = m.c(1);
     for (int64_t dim = 0; dim < rank; ++dim) {
@@ -114,7 +133,9 @@ struct ReshapeLowering : public OpConversionPattern<ReshapeOp> {
       Value copied = dim < (int64_t)inputSizes.size()
                          ? indexValue(rewriter, loc, inputSizes[dim])
                          : requested[dim];
-      resolved[dim] = m.select(m.eq(requested[dim], m.c(0)), copied, requested[dim]);
+      resolved[dim] = op.getAllowZero()
+                          ? requested[dim]
+                          : m.select(m.eq(requested[dim], m.c(0)), copied, requested[dim]);
       known = m.mul(known, m.select(m.eq(requested[dim], m.c(-1)), m.c(1),
                                     resolved[dim]));
     }
@@ -235,6 +256,13 @@ struct ConcatLowering : public OpConversionPattern<ConcatOp> {
           offsets.back(), rewriter.create<tensor::DimOp>(loc, input, axis)));
     sizes[axis] = offsets.back();
     checkResultSizes(rewriter, loc, op, op.getType(), sizes);
+    // One input is the result. Inserting it into a fresh tensor of its own
+    // sizes would let CSE merge that tensor with the input's own init, which
+    // empty-tensor elimination then turns into a slice of itself.
+    if (inputs.size() == 1) {
+      rewriter.replaceOp(op, castTo(rewriter, loc, inputs.front(), op.getType()));
+      return success();
+    }
     Value result = emptyTensor(rewriter, loc, op.getType(), sizes);
     for (auto [index, input] : llvm::enumerate(inputs)) {
       SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
@@ -387,16 +415,7 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
     auto generic = rewriter.create<linalg::GenericOp>(
         loc, resultType, indices, emptyTensor(rewriter, loc, resultType, sizes),
         maps, iterators, [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
-          IndexMath n{b, nestedLoc};
-          Value index =
-              b.create<arith::IndexCastOp>(nestedLoc, b.getIndexType(), args[0]);
-          index = n.wrapNegative(index, axisSize);
-          Value inRange = b.create<arith::AndIOp>(
-              nestedLoc, b.create<arith::CmpIOp>(nestedLoc, arith::CmpIPredicate::sge,
-                                                 index, n.c(0)),
-              n.lt(index, axisSize));
-          check(b, nestedLoc, op, inRange,
-                "an index is out of range for data dim " + Twine(axis));
+          Value index = checkedIndex(b, nestedLoc, op, args[0], axisSize, axis);
           SmallVector<Value> source;
           for (int64_t dim = 0; dim < axis; ++dim)
             source.push_back(b.create<linalg::IndexOp>(nestedLoc, dim));
@@ -406,6 +425,147 @@ struct GatherLowering : public OpConversionPattern<GatherOp> {
           b.create<linalg::YieldOp>(
               nestedLoc, b.create<tensor::ExtractOp>(nestedLoc, data, source)
                              .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+struct GatherElementsLowering : public OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis();
+    int64_t rank = resultType.getRank();
+    SmallVector<OpFoldResult> dataSizes = sizesOf(rewriter, loc, data);
+    SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, indices);
+    checkResultSizes(rewriter, loc, op, resultType, sizes);
+    // Off the axis, an element reads the data at its own coordinate.
+    for (int64_t dim = 0; dim < rank; ++dim)
+      if (dim != axis)
+        check(rewriter, loc, op,
+              m.le(indexValue(rewriter, loc, sizes[dim]),
+                   indexValue(rewriter, loc, dataSizes[dim])),
+              "indices dim " + Twine(dim) + " exceeds the data's");
+    Value axisSize = indexValue(rewriter, loc, dataSizes[axis]);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, getContext());
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, resultType, indices, emptyTensor(rewriter, loc, resultType, sizes),
+        SmallVector<AffineMap>{identity, identity}, iterators,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          SmallVector<Value> source;
+          for (int64_t dim = 0; dim < rank; ++dim)
+            source.push_back(dim == axis ? checkedIndex(b, nestedLoc, op, args[0],
+                                                        axisSize, axis)
+                                         : b.create<linalg::IndexOp>(nestedLoc, dim));
+          b.create<linalg::YieldOp>(
+              nestedLoc, b.create<tensor::ExtractOp>(nestedLoc, data, source)
+                             .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+struct GatherNdLowering : public OpConversionPattern<GatherNdOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherNdOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value data = adaptor.getData(), indices = adaptor.getIndices();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto indicesType = cast<RankedTensorType>(indices.getType());
+    int64_t batchDims = op.getBatchDims();
+    int64_t tuple = indicesType.getShape().back();
+    int64_t outer = indicesType.getRank() - 1;
+    SmallVector<OpFoldResult> dataSizes = sizesOf(rewriter, loc, data);
+    SmallVector<OpFoldResult> indexSizes = sizesOf(rewriter, loc, indices);
+    for (int64_t dim = 0; dim < batchDims; ++dim)
+      checkSameSize(rewriter, loc, op, indexSizes[dim], dataSizes[dim],
+                    "batch dim " + Twine(dim) + " of the indices and the data");
+    SmallVector<OpFoldResult> sizes(indexSizes.begin(), indexSizes.end() - 1);
+    sizes.append(dataSizes.begin() + batchDims + tuple, dataSizes.end());
+    checkResultSizes(rewriter, loc, op, resultType, sizes);
+    SmallVector<Value> tupleSizes;
+    for (int64_t i = 0; i < tuple; ++i)
+      tupleSizes.push_back(indexValue(rewriter, loc, dataSizes[batchDims + i]));
+    Value result = generate(
+        rewriter, loc, resultType, sizes,
+        [&](OpBuilder &b, Location nestedLoc, ArrayRef<Value> at) -> Value {
+          IndexMath n{b, nestedLoc};
+          SmallVector<Value> source(at.begin(), at.begin() + batchDims);
+          SmallVector<Value> indexAt(at.begin(), at.begin() + outer);
+          indexAt.push_back(Value());
+          for (int64_t i = 0; i < tuple; ++i) {
+            indexAt.back() = n.c(i);
+            Value raw = b.create<tensor::ExtractOp>(nestedLoc, indices, indexAt);
+            source.push_back(checkedIndex(b, nestedLoc, op, raw, tupleSizes[i],
+                                          batchDims + i));
+          }
+          source.append(at.begin() + outer, at.end());
+          return b.create<tensor::ExtractOp>(nestedLoc, data, source);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Each running sum as a reduction over the whole axis that adds only the
+/// elements on the summed side of the position: O(n^2) along the axis, but
+/// one linalg.generic that bufferizes and vectorizes like any reduction.
+/// Exporters use CumSum on masks and positions, where the axis is the
+/// sequence.
+struct CumSumLowering : public OpConversionPattern<CumSumOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CumSumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(op.getType());
+    Type element = type.getElementType();
+    int64_t rank = type.getRank(), axis = op.getAxis();
+    bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    // Loop dims 0..rank-1 are the result's; dim `rank` runs over the axis.
+    SmallVector<AffineExpr> inputExprs;
+    for (int64_t dim = 0; dim < rank; ++dim)
+      inputExprs.push_back(rewriter.getAffineDimExpr(dim == axis ? rank : dim));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank + 1, 0, inputExprs, getContext()),
+        AffineMap::getMultiDimIdentityMap(rank + 1, getContext()).getMajorSubMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    Value zero = scalarConstant(rewriter, loc, element, 0);
+    Value init = rewriter
+                     .create<linalg::FillOp>(
+                         loc, zero,
+                         emptyTensor(rewriter, loc, type, sizesOf(rewriter, loc, input)))
+                     .getResult(0);
+    // forward: k <= j; exclusive: k < j; reverse: k >= j; both: k > j.
+    arith::CmpIPredicate summed =
+        reverse ? (exclusive ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge)
+                : (exclusive ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, type, input, init, maps, iterators,
+        [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+          Value position = b.create<linalg::IndexOp>(nestedLoc, axis);
+          Value k = b.create<linalg::IndexOp>(nestedLoc, rank);
+          Value take = b.create<arith::CmpIOp>(nestedLoc, summed, k, position);
+          Value term = b.create<arith::SelectOp>(nestedLoc, take, args[0], zero);
+          Value sum = isa<FloatType>(element)
+                          ? b.create<arith::AddFOp>(nestedLoc, args[1], term).getResult()
+                          : b.create<arith::AddIOp>(nestedLoc, args[1], term).getResult();
+          b.create<linalg::YieldOp>(nestedLoc, sum);
         });
     rewriter.replaceOp(op, generic.getResults());
     return success();
@@ -496,7 +656,9 @@ struct TriluLowering : public OpConversionPattern<TriluOp> {
     Value input = adaptor.getInput();
     auto type = cast<RankedTensorType>(op.getType());
     int64_t rank = type.getRank();
-    int64_t k = op.getK();
+    Value k = op.getDiagonal() ? shapeEntry(rewriter, loc, op.getDiagonal(), 0)
+                               : rewriter.create<arith::ConstantIndexOp>(loc, op.getK())
+                                     .getResult();
     bool upper = op.getUpper();
     AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, getContext());
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
@@ -511,9 +673,9 @@ struct TriluLowering : public OpConversionPattern<TriluOp> {
           Value diagonal = n.sub(column, row);
           // Upper keeps column - row >= k; lower keeps column - row <= k.
           Value keep = upper ? b.create<arith::CmpIOp>(
-                                   nestedLoc, arith::CmpIPredicate::sge, diagonal, n.c(k))
+                                   nestedLoc, arith::CmpIPredicate::sge, diagonal, k)
                              : b.create<arith::CmpIOp>(
-                                   nestedLoc, arith::CmpIPredicate::sle, diagonal, n.c(k));
+                                   nestedLoc, arith::CmpIPredicate::sle, diagonal, k);
           Value zero = scalarConstant(b, nestedLoc, type.getElementType(), 0);
           b.create<linalg::YieldOp>(
               nestedLoc, b.create<arith::SelectOp>(nestedLoc, keep, args[0], zero)
@@ -642,7 +804,8 @@ struct SizeLowering : public OpConversionPattern<SizeOp> {
 void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, SqueezeLowering, UnsqueezeLowering,
                TransposeLowering, ConcatLowering, SplitLowering, SliceLowering,
-               GatherLowering, ExpandLowering, TileLowering, TriluLowering,
+               GatherLowering, GatherElementsLowering, GatherNdLowering, CumSumLowering,
+               ExpandLowering, TileLowering, TriluLowering,
                RangeLowering, ConstantLowering, ShapeOfLowering, DimLowering,
                SizeLowering>(patterns.getContext());
 }

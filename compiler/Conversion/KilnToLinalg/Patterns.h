@@ -129,9 +129,13 @@ void check(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
 void checkSameSize(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                    mlir::OpFoldResult actual, mlir::OpFoldResult expected,
                    const llvm::Twine &what);
+/// The attribute naming, on a microkernel's bufferization.to_memref, the op
+/// whose call reads it (its location), so that CSE keeps one read per call.
+constexpr llvm::StringLiteral kReadByAttrName = "kiln.read_by";
 /// `tensor`'s buffer as a microkernel reads it (bufferization.to_memref,
-/// read-only). With `unitInnerStride` the buffer's last dim is contiguous:
-/// bufferization casts a buffer that provably is, and copies any other.
+/// read-only, tagged with kReadByAttrName). With `unitInnerStride` the
+/// buffer's last dim is contiguous: bufferization casts a buffer that
+/// provably is, and copies any other.
 UkernelBuffer readBuffer(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value tensor, bool unitInnerStride = false);
 /// The null !llvm.ptr, for an absent microkernel operand.

@@ -370,8 +370,14 @@ UkernelBuffer readBuffer(OpBuilder &b, Location loc, Value tensor,
         type.getShape(), type.getElementType(),
         StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
   }
-  Value buffer = b.create<bufferization::ToMemrefOp>(loc, bufferType, tensor,
-                                                     /*read_only=*/true);
+  auto buffer = b.create<bufferization::ToMemrefOp>(loc, bufferType, tensor,
+                                                    /*read_only=*/true);
+  // One-shot bufferization takes a to_memref as the tensor's read: a later
+  // op may then reuse the tensor's buffer in place. CSE would merge the
+  // reads of one tensor by several calls (the Q, K and V products of one
+  // norm) into the first, and the later calls would read a buffer already
+  // overwritten. Naming the reader keeps each read where its call is.
+  buffer->setAttr(kReadByAttrName, LocationAttr(loc));
   return describeBuffer(b, loc, buffer);
 }
 

@@ -54,8 +54,18 @@ OpFoldResult UnsqueezeOp::fold(FoldAdaptor) {
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor) {
-  return getInputs().size() == 1 ? foldNoOp(getInputs().front(), getResult())
-                                 : OpFoldResult();
+  // Inputs statically empty along the axis add nothing: a rotary embedding
+  // over the whole head concatenates an empty pass-through part.
+  SmallVector<Value> kept;
+  for (Value input : getInputs())
+    if (cast<RankedTensorType>(input.getType()).getDimSize(getAxis()) != 0)
+      kept.push_back(input);
+  if (kept.size() == 1)
+    return foldNoOp(kept.front(), getResult());
+  if (kept.empty() || kept.size() == getInputs().size())
+    return {};
+  getInputsMutable().assign(kept);
+  return getResult();
 }
 
 template <typename ReduceOp>

@@ -528,6 +528,52 @@ LogicalResult GatherOp::verify() {
   return verifyResultShape(*this, expected, getResult());
 }
 
+LogicalResult GatherElementsOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  if (data.size() != indices.size())
+    return emitOpError() << "indices rank " << indices.size()
+                         << " differs from data rank " << data.size();
+  if (failed(verifyAxis(*this, getAxis(), data.size())))
+    return failure();
+  for (auto [i, sizes] : llvm::enumerate(llvm::zip(data, indices))) {
+    auto [in, index] = sizes;
+    if (static_cast<int64_t>(i) != getAxis() && !ShapedType::isDynamic(in) &&
+        !ShapedType::isDynamic(index) && index > in)
+      return emitOpError() << "indices dimension " << i << " of size " << index
+                           << " exceeds the data's " << in;
+  }
+  return verifyResultShape(*this, indices, getResult());
+}
+
+LogicalResult GatherNdOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  int64_t batchDims = getBatchDims();
+  if (indices.empty())
+    return emitOpError() << "indices must have rank 1 or more";
+  int64_t tuple = indices.back();
+  if (ShapedType::isDynamic(tuple))
+    return emitOpError() << "the last dimension of the indices (the index tuple "
+                            "length) must be static, got "
+                         << getIndices().getType();
+  if (batchDims < 0 || batchDims >= static_cast<int64_t>(indices.size()) ||
+      batchDims + tuple > static_cast<int64_t>(data.size()))
+    return emitOpError() << "batch_dims " << batchDims << " and index tuples of "
+                         << tuple << " do not fit data of rank " << data.size()
+                         << " and indices of rank " << indices.size();
+  for (int64_t i = 0; i < batchDims; ++i)
+    if (!ShapedType::isDynamic(data[i]) && !ShapedType::isDynamic(indices[i]) &&
+        data[i] != indices[i])
+      return emitOpError() << "batch dimension " << i << " differs: data "
+                           << data[i] << ", indices " << indices[i];
+  SmallVector<int64_t> expected(indices.drop_back());
+  llvm::append_range(expected, data.drop_front(batchDims + tuple));
+  return verifyResultShape(*this, expected, getResult());
+}
+
+LogicalResult CumSumOp::verify() {
+  return verifyAxis(*this, getAxis(), rankOf(getInput()));
+}
+
 LogicalResult ExpandOp::verify() {
   int64_t length = shapeOf(getShape())[0];
   int64_t inputRank = rankOf(getInput()), resultRank = rankOf(getResult());
@@ -570,6 +616,15 @@ LogicalResult TriluOp::verify() {
   if (rankOf(getInput()) < 2)
     return emitOpError() << "input must have rank 2 or more, got "
                          << getInput().getType();
+  if (Value diagonal = getDiagonal()) {
+    if (getK() != 0)
+      return emitOpError() << "takes k from the attribute or the diagonal "
+                              "operand, not both";
+    ArrayRef<int64_t> shape = shapeOf(diagonal);
+    if (shape.size() > 1 || (shape.size() == 1 && shape[0] != 1))
+      return emitOpError() << "diagonal must hold one value (0-d or [1]), got "
+                           << diagonal.getType();
+  }
   return success();
 }
 

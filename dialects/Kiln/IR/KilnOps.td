@@ -408,8 +408,9 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure,
   let description = [{
     Gives the elements, in row-major order, the dimensions in `shape`. As in
     ONNX (allowzero = 0), a 0 in `shape` copies the input's dimension at the
-    same index and one -1 stands for the size that keeps the element count.
-    The result's rank is the length of `shape`.
+    same index, unless `allow_zero` is set (ONNX's allowzero = 1), when it is
+    an empty dimension. One -1 stands for the size that keeps the element
+    count. The result's rank is the length of `shape`.
 
     Example:
 
@@ -417,7 +418,8 @@ def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure,
     %y = kiln.reshape %x, %shape : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$shape);
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$shape,
+                   UnitAttr:$allow_zero);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat =
       "$input `,` $shape attr-dict `:` functional-type(operands, results)";
@@ -574,6 +576,77 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure,
   let hasVerifier = 1;
 }
 
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements", [Pure,
+    AllElementTypesMatch<["data", "result"]>]> {
+  let summary = "picks one element of `data` per index, along an axis";
+  let description = [{
+    ONNX GatherElements: the result has the indices' shape, and element
+    `i` is `data[i[0], ..., indices[i], ..., i[r-1]]`, the index replacing
+    the coordinate on `axis`. Negative indices count from the end of the
+    axis. Every dimension other than `axis` of the indices must fit in the
+    data's (it is checked at run time where it is dynamic).
+
+    Example:
+
+    ```mlir
+    %y = kiln.gather_elements %x[%i] {axis = 1 : i64}
+        : (tensor<?x8xf32>, tensor<?x3xi64>) -> tensor<?x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_GatherNdOp : Kiln_Op<"gather_nd", [Pure,
+    AllElementTypesMatch<["data", "result"]>]> {
+  let summary = "picks slices of `data` by index tuples";
+  let description = [{
+    ONNX GatherND: the last dimension of `indices` (static, `r`) holds
+    tuples that index data dims `batch_dims .. batch_dims + r - 1`; the
+    first `batch_dims` dims of both are shared. The result shape is
+    `indices.shape[:-1] + data.shape[batch_dims + r:]`. Negative indices
+    count from the end of their axis.
+
+    Example:
+
+    ```mlir
+    %y = kiln.gather_nd %x[%i] {batch_dims = 0 : i64}
+        : (tensor<?x?x64xf32>, tensor<?x2xi64>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                   DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_CumSumOp : Kiln_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
+  let summary = "running sums along an axis";
+  let description = [{
+    ONNX CumSum: element j along `axis` is the sum of the elements at
+    0..j (with `exclusive`, 0..j-1), or with `reverse` of j..n-1
+    (j+1..n-1).
+
+    Example:
+
+    ```mlir
+    %y = kiln.cumsum %x {axis = 1 : i64} : tensor<?x?xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                   UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Kiln_ExpandOp : Kiln_Op<"expand", [Pure,
     AllElementTypesMatch<["input", "result"]>]> {
   let summary = "broadcasts a tensor to a shape";
@@ -615,23 +688,28 @@ def Kiln_TileOp : Kiln_Op<"tile", [Pure, AllElementTypesMatch<["input", "result"
   let hasVerifier = 1;
 }
 
-def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, SameOperandsAndResultType]> {
+def Kiln_TriluOp : Kiln_Op<"trilu", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "keeps the upper or lower triangle of the last two dims";
   let description = [{
     Zeroes the elements outside a triangle of every matrix in the last two
     dimensions. With `upper`, element (i, j) is kept when `j - i >= k`;
-    otherwise when `j - i <= k`.
+    otherwise when `j - i <= k`. `k` is the attribute, or the one i64 of the
+    `diagonal` operand when the graph computes it (a causal mask offset by
+    the cache length, `triu(mask, past + 1)`).
 
     Example:
 
     ```mlir
     %mask = kiln.trilu %ones {k = 1 : i64, upper} : tensor<?x?xf32>
+    %shifted = kiln.trilu %ones, %k {upper} : tensor<?x?xf32>, tensor<i64>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input, DefaultValuedAttr<I64Attr, "0">:$k,
-                   UnitAttr:$upper);
+  let arguments = (ins Kiln_Tensor:$input,
+                   Optional<RankedTensorOf<[I64]>>:$diagonal,
+                   DefaultValuedAttr<I64Attr, "0">:$k, UnitAttr:$upper);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let assemblyFormat =
+      "$input (`,` $diagonal^ `:` type($diagonal))? attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

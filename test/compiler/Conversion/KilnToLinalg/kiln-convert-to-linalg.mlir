@@ -1463,34 +1463,41 @@ func.func @tile(%x: tensor<2x?xf32>, %r: tensor<2xi64>) -> tensor<?x?xf32> {
 // -----
 
 // Tests that trilu keeps column - row >= k with upper, column - row <= k
-// otherwise, and writes a zero of the element type (false for i1) elsewhere.
+// otherwise, and writes a zero of the element type (false for i1) elsewhere;
+// a computed k is read from its operand.
 
 // CHECK-LABEL: func.func @trilu
+// CHECK: %[[K:.+]] = arith.constant 1 : index
 // CHECK: linalg.generic
 // CHECK-SAME: indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>]
 // CHECK: ^bb0(%[[IN:.+]]: f32, %{{.+}}: f32):
 // CHECK: %[[ROW:.+]] = linalg.index 1 : index
 // CHECK: %[[COL:.+]] = linalg.index 2 : index
 // CHECK: %[[DIAG:.+]] = arith.subi %[[COL]], %[[ROW]] : index
-// CHECK: %[[K:.+]] = arith.constant 1 : index
 // CHECK: %[[KEEP:.+]] = arith.cmpi sge, %[[DIAG]], %[[K]] : index
 // CHECK: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
 // CHECK: %[[SEL:.+]] = arith.select %[[KEEP]], %[[IN]], %[[ZERO]] : f32
 // CHECK: linalg.yield %[[SEL]] : f32
+// CHECK: %[[BK:.+]] = arith.constant -1 : index
 // CHECK: linalg.generic
 // CHECK: ^bb0(%[[BIN:.+]]: i1, %{{.+}}: i1):
 // CHECK: %[[BROW:.+]] = linalg.index 0 : index
 // CHECK: %[[BCOL:.+]] = linalg.index 1 : index
 // CHECK: %[[BDIAG:.+]] = arith.subi %[[BCOL]], %[[BROW]] : index
-// CHECK: %[[BK:.+]] = arith.constant -1 : index
 // CHECK: %[[BKEEP:.+]] = arith.cmpi sle, %[[BDIAG]], %[[BK]] : index
 // CHECK: %[[FALSE:.+]] = arith.constant false
 // CHECK: %[[BSEL:.+]] = arith.select %[[BKEEP]], %[[BIN]], %[[FALSE]] : i1
 // CHECK: linalg.yield %[[BSEL]] : i1
-func.func @trilu(%x: tensor<?x?x?xf32>, %b: tensor<4x4xi1>) -> (tensor<?x?x?xf32>, tensor<4x4xi1>) {
+// CHECK: %[[DK:.+]] = tensor.extract %{{.+}}[] : tensor<i64>
+// CHECK: %[[DKI:.+]] = arith.index_cast %[[DK]] : i64 to index
+// CHECK: linalg.generic
+// CHECK: %[[DKEEP:.+]] = arith.cmpi sge, %{{.+}}, %[[DKI]] : index
+func.func @trilu(%x: tensor<?x?x?xf32>, %b: tensor<4x4xi1>, %k: tensor<i64>)
+    -> (tensor<?x?x?xf32>, tensor<4x4xi1>, tensor<?x?x?xf32>) {
   %y = kiln.trilu %x {k = 1 : i64, upper} : tensor<?x?x?xf32>
   %z = kiln.trilu %b {k = -1 : i64} : tensor<4x4xi1>
-  return %y, %z : tensor<?x?x?xf32>, tensor<4x4xi1>
+  %w = kiln.trilu %x, %k : tensor<i64> {upper} : tensor<?x?x?xf32>
+  return %y, %z, %w : tensor<?x?x?xf32>, tensor<4x4xi1>, tensor<?x?x?xf32>
 }
 
 // -----
@@ -1965,7 +1972,7 @@ func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tenso
 // CHECK: %[[REM:.+]] = arith.remui
 // CHECK: cf.assert %{{.+}}, "kiln.attention: the query heads are not a multiple of the key/value heads"
 // CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<2x?x8x32xf32>
-// CHECK: bufferization.to_memref %[[Q]] read_only : memref<2x?x8x16xf32, strided<[?, ?, ?, ?], offset: ?>>
+// CHECK: bufferization.to_memref %[[Q]] read_only {kiln.read_by = {{.*}}} : memref<2x?x8x16xf32, strided<[?, ?, ?, ?], offset: ?>>
 // CHECK: bufferization.to_memref %[[K]] read_only
 // CHECK: bufferization.to_memref %[[V]] read_only
 // CHECK: %[[NOKEEP:.+]] = llvm.mlir.zero : !llvm.ptr
@@ -1992,7 +1999,7 @@ func.func @attention_gqa(%q: tensor<2x?x8x16xf32>, %k: tensor<2x?x8x16xf32>, %v:
 // CHECK: cf.assert %{{.+}}, "kiln.attention: operand 3 dim 1 does not match the result's size (dynamic sizes do not broadcast)"
 // CHECK: cf.assert %{{.+}}, "kiln.attention: operand 4 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
 // CHECK: cf.assert %{{.+}}, "kiln.attention: operand 4 dim 3 does not match the result's size (dynamic sizes do not broadcast)"
-// CHECK: %[[KEEPBUF:.+]] = bufferization.to_memref %[[KEEP]] read_only : memref<?x?xi1, strided<[?, ?], offset: ?>>
+// CHECK: %[[KEEPBUF:.+]] = bufferization.to_memref %[[KEEP]] read_only {kiln.read_by = {{.*}}} : memref<?x?xi1, strided<[?, ?], offset: ?>>
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}}:2, %[[KS:.+]]:2 = memref.extract_strided_metadata %[[KEEPBUF]]
 // CHECK: %[[KS0:.+]] = arith.index_cast %[[KS]]#0 : index to i64
 // CHECK: %[[KS1:.+]] = arith.index_cast %[[KS]]#1 : index to i64
@@ -2076,17 +2083,17 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x256xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<256xf32>, %[[G:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>, %[[R:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>)
 // CHECK: %[[ROWS:.+]] = arith.muli
 // CHECK: %[[FLATX:.+]] = tensor.reshape %[[X]]
-// CHECK: bufferization.to_memref %[[FLATX]] read_only : memref<?x64xf32, strided<[?, 1], offset: ?>>
-// CHECK: bufferization.to_memref %[[W]] read_only : memref<64x256xf32, strided<[?, 1], offset: ?>>
-// CHECK: bufferization.to_memref %[[B]] read_only : memref<256xf32, strided<[1], offset: ?>>
+// CHECK: bufferization.to_memref %[[FLATX]] read_only {kiln.read_by = {{.*}}} : memref<?x64xf32, strided<[?, 1], offset: ?>>
+// CHECK: bufferization.to_memref %[[W]] read_only {kiln.read_by = {{.*}}} : memref<64x256xf32, strided<[?, 1], offset: ?>>
+// CHECK: bufferization.to_memref %[[B]] read_only {kiln.read_by = {{.*}}} : memref<256xf32, strided<[1], offset: ?>>
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the gate's dim 0 differs from the result's"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the gate's dim 1 differs from the result's"
 // CHECK: %[[FLATG:.+]] = tensor.reshape %[[G]]
-// CHECK: bufferization.to_memref %[[FLATG]] read_only : memref<?x256xf32, strided<[?, 1], offset: ?>>
+// CHECK: bufferization.to_memref %[[FLATG]] read_only {kiln.read_by = {{.*}}} : memref<?x256xf32, strided<[?, 1], offset: ?>>
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the residual's dim 0 differs from the result's"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the residual's dim 1 differs from the result's"
 // CHECK: %[[FLATR:.+]] = tensor.reshape %[[R]]
-// CHECK: bufferization.to_memref %[[FLATR]] read_only : memref<?x256xf32, strided<[?, 1], offset: ?>>
+// CHECK: bufferization.to_memref %[[FLATR]] read_only {kiln.read_by = {{.*}}} : memref<?x256xf32, strided<[?, 1], offset: ?>>
 // CHECK: %[[OUT:.+]] = memref.alloc(%[[ROWS]]) : memref<?x256xf32>
 // CHECK: %[[NOTRANSPOSE:.+]] = arith.constant 0 : i64
 // CHECK: %[[GELUTANH:.+]] = arith.constant 3 : i64
@@ -2130,7 +2137,7 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 
 // CHECK-LABEL: func.func @linear_packed
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x32xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x32x64xf32>)
-// CHECK: %[[WBUF:.+]] = bufferization.to_memref %[[W]] read_only : memref<2x32x64xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK: %[[WBUF:.+]] = bufferization.to_memref %[[W]] read_only {kiln.read_by = {{.*}}} : memref<2x32x64xf32, strided<[?, ?, 1], offset: ?>>
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}}:3, %[[STRIDES:.+]]:3 = memref.extract_strided_metadata %[[WBUF]]
 // CHECK: %[[PANEL:.+]] = arith.index_cast %[[STRIDES]]#0 : index to i64
 // CHECK: %[[ROW:.+]] = arith.index_cast %[[STRIDES]]#1 : index to i64

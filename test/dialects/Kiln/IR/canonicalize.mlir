@@ -309,3 +309,20 @@ func.func @shape_of_dynamic_result(%x: tensor<2x3xf32>) -> tensor<?xi64> {
   %s = kiln.shape_of %x : tensor<2x3xf32> -> tensor<?xi64>
   return %s : tensor<?xi64>
 }
+
+// -----
+
+// Tests that concat drops inputs that are statically empty along its axis
+// (a rotary embedding over the whole head concatenates an empty
+// pass-through), and becomes its one remaining input.
+
+// CHECK-LABEL: func.func @concat_of_empty_parts
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x4x?x16xf32>, %[[E:.+]]: tensor<?x4x?x0xf32>, %[[Y:.+]]: tensor<?x4x?x8xf32>)
+//       CHECK: %[[C:.+]] = kiln.concat %[[X]], %[[Y]] {axis = 3 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x24xf32>
+//       CHECK: return %[[X]], %[[C]]
+func.func @concat_of_empty_parts(%x: tensor<?x4x?x16xf32>, %e: tensor<?x4x?x0xf32>, %y: tensor<?x4x?x8xf32>)
+    -> (tensor<?x4x?x16xf32>, tensor<?x4x?x24xf32>) {
+  %a = kiln.concat %x, %e {axis = 3 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x0xf32>) -> tensor<?x4x?x16xf32>
+  %b = kiln.concat %x, %e, %y {axis = 3 : i64} : (tensor<?x4x?x16xf32>, tensor<?x4x?x0xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x24xf32>
+  return %a, %b : tensor<?x4x?x16xf32>, tensor<?x4x?x24xf32>
+}
