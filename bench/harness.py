@@ -80,6 +80,13 @@ def load_outputs(directory, names):
     return {name: np.load(os.path.join(directory, name + ".npy")) for name in names}
 
 
+def symbolic_dims(model_path):
+    """The names of the symbolic dims of a model's inputs and outputs."""
+    graph = onnx.load(model_path, load_external_data=False).graph
+    return {d.dim_param for v in (*graph.input, *graph.output)
+            for d in v.type.tensor_type.shape.dim if d.dim_param}
+
+
 def output_names(model_path):
     model = onnx.load(model_path, load_external_data=False)
     return [value.name for value in model.graph.output]

@@ -17,6 +17,8 @@ packages=(
   binutils
   # Unit tests
   libgtest-dev libgmock-dev
+  # The importer's fuzzer: clang with libFuzzer and the sanitizer runtimes
+  clang-19 libclang-rt-19-dev
   # models/export.py and the export test: Debian's interpreter with torch and onnx
   python3 python3-onnx python3-numpy python3-torch
 )

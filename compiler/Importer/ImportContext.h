@@ -152,6 +152,15 @@ void registerReductionImporters(OpImporterRegistry &registry);
 void registerShapeImporters(OpImporterRegistry &registry);
 void registerTensorImporters(OpImporterRegistry &registry);
 
+/// Checks what the ONNX library (1.12) trusts in a tensor without checking:
+/// non-negative dims whose product does not overflow, and, for data held in
+/// the model, as many values (or raw bytes) as the shape needs. ONNX shape
+/// inference reads initializers and Constant values and crashes on one whose
+/// dims promise more than it holds. External data is checked when loaded.
+/// `name` names the tensor in `error`.
+mlir::LogicalResult validateTensor(const onnx::TensorProto &tensor,
+                                   llvm::StringRef name, std::string &error);
+
 /// Converts an ONNX tensor (initializer or Constant attribute) to the value
 /// of a kiln.constant. Large tensors reference their bytes without copying:
 /// `keepAlive` owns those bytes (the parsed model), and external-data files

@@ -9,7 +9,9 @@
 #include "compiler/Importer/ImportContext.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/ShapeInference.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -27,7 +29,7 @@ using namespace mlir;
 namespace kiln {
 
 void registerImporterDialects(MLIRContext &context) {
-  context.loadDialect<KilnDialect, func::FuncDialect>();
+  context.loadDialect<KilnDialect, func::FuncDialect, tensor::TensorDialect>();
 }
 
 namespace {
@@ -75,10 +77,14 @@ private:
   using OpsetVersions = std::map<std::string, int64_t>;
 
   void checkModel(int64_t opset) const;
+  LogicalResult validateTensors(std::string &error) const;
   OpsetVersions opsetVersions() const;
   LogicalResult checkOpset(const OpsetVersions &opsets, std::string &error);
   LogicalResult checkSupportedOps(const OpsetVersions &opsets, std::string &error);
-  LogicalResult buildFunction(ModuleOp module, int64_t opset);
+  /// `refineTypes`: ONNX shape inference did not run, so each node's result
+  /// types are refined from its operands as it is imported (the next
+  /// node's importer may need a shape operand's static length).
+  LogicalResult buildFunction(ModuleOp module, int64_t opset, bool refineTypes);
 
   MLIRContext &context_;
   std::shared_ptr<onnx::ModelProto> model_;
@@ -134,6 +140,24 @@ void GraphImporter::checkModel(int64_t opset) const {
   }
 }
 
+/// validateTensor on every initializer and Constant value, before anything
+/// of the ONNX library reads them.
+LogicalResult GraphImporter::validateTensors(std::string &error) const {
+  const onnx::GraphProto &graph = model_->graph();
+  for (const auto &init : graph.initializer())
+    if (failed(validateTensor(init, "initializer '" + init.name() + "'", error)))
+      return failure();
+  for (const auto &node : graph.node())
+    for (const auto &attr : node.attribute())
+      if (attr.has_t() &&
+          failed(validateTensor(attr.t(),
+                                "attribute '" + attr.name() + "' of node '" +
+                                    node.name() + "' (" + node.op_type() + ")",
+                                error)))
+        return failure();
+  return success();
+}
+
 GraphImporter::OpsetVersions GraphImporter::opsetVersions() const {
   OpsetVersions opsets;
   for (const auto &entry : model_->opset_import())
@@ -182,7 +206,8 @@ LogicalResult GraphImporter::checkSupportedOps(const OpsetVersions &opsets,
   return failure();
 }
 
-LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
+LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset,
+                                           bool refineTypes) {
   const onnx::GraphProto &graph = model_->graph();
   OpBuilder builder(module.getBodyRegion());
   ImportContext ctx(builder, sourceName_, weights_, opset);
@@ -243,8 +268,13 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
 
   for (const auto &node : graph.node()) {
     OpImporter importer = registry_.lookup(node.op_type());
+    Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();
+    if (refineTypes)
+      for (Operation &op : llvm::make_early_inc_range(llvm::make_range(
+               last ? std::next(last->getIterator()) : entry->begin(), entry->end())))
+        refineResultTypes(&op);
     for (int i = 0; i < node.output_size(); ++i)
       if (ctx.hasOutput(node, i) && !ctx.lookup(node.output(i)))
         return ctx.error(node) << "output '" << node.output(i)
@@ -295,6 +325,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
   OpsetVersions opsets = opsetVersions();
   if (failed(checkOpset(opsets, error)))
     return fail("unsupported opset", error);
+  if (failed(validateTensors(error)))
+    return fail("invalid model", error);
   int64_t opset = opsets.at("");
   if (options_.runChecker) {
     try {
@@ -305,7 +337,11 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
   }
   if (failed(checkSupportedOps(opsets, error)))
     return fail("unsupported operators", error);
-  if (opset <= kLibraryOpset) {
+  // ONNX's shape inference trusts what the checker checks: a node reading a
+  // value nothing produced crashes it (found by the importer's fuzzer). So
+  // it runs only on models the library's checker has passed.
+  bool shapesInferred = options_.runChecker && opset <= kLibraryOpset;
+  if (shapesInferred) {
     try {
       onnx::shape_inference::InferShapes(
           *model_, onnx::OpSchemaRegistry::Instance(),
@@ -327,7 +363,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
   });
   OwningOpRef<ModuleOp> module = ModuleOp::create(
       FileLineColLoc::get(&context_, sourceName_, 0, 0));
-  if (failed(buildFunction(*module, opset)))
+  if (failed(buildFunction(*module, opset, !shapesInferred)))
     return fail("import", diagnostics);
   if (failed(verify(*module)))
     return fail("verification of the imported IR", diagnostics);

@@ -35,7 +35,8 @@ struct ImportOptions {
   /// Constants with at most this many elements become `dense` literals that
   /// folders can read; larger ones become `dense_resource` blobs.
   int64_t inlineConstantLimit = 16;
-  /// Run onnx::checker on the model before importing it.
+  /// Run onnx::checker on the model before importing it. Without it ONNX
+  /// shape inference does not run either: it crashes on unchecked graphs.
   bool runChecker = true;
 };
 

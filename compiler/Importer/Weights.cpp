@@ -93,7 +93,104 @@ bool isAligned(const char *data, size_t alignment) {
   return reinterpret_cast<uintptr_t>(data) % alignment == 0;
 }
 
+/// Bytes per element of an ONNX data type stored as raw data, 0 for
+/// strings and unknown types.
+size_t onnxByteWidth(int32_t dataType) {
+  switch (dataType) {
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::BOOL:
+    return 1;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+    return 2;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return 4;
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::COMPLEX64:
+    return 8;
+  case onnx::TensorProto::COMPLEX128:
+    return 16;
+  default:
+    return 0;
+  }
+}
+
+/// The number of values of a tensor's typed field for its data type: complex
+/// numbers take two.
+int64_t typedFieldValues(const onnx::TensorProto &tensor) {
+  switch (tensor.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    return tensor.float_data_size();
+  case onnx::TensorProto::COMPLEX64:
+    return tensor.float_data_size() / 2;
+  case onnx::TensorProto::DOUBLE:
+    return tensor.double_data_size();
+  case onnx::TensorProto::COMPLEX128:
+    return tensor.double_data_size() / 2;
+  case onnx::TensorProto::INT64:
+    return tensor.int64_data_size();
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    return tensor.uint64_data_size();
+  case onnx::TensorProto::STRING:
+    return tensor.string_data_size();
+  default:
+    return tensor.int32_data_size();
+  }
+}
+
+/// The element count of `dims`, or nullopt for a negative dim or a count
+/// past 2^48 (256 TB of bytes: no real model, and far from overflowing).
+std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> dims) {
+  constexpr int64_t kMaxElements = int64_t(1) << 48;
+  int64_t count = 1;
+  for (int64_t dim : dims) {
+    if (dim < 0 || (dim > 0 && count > kMaxElements / dim))
+      return std::nullopt;
+    count *= dim;
+  }
+  return count;
+}
+
 } // namespace
+
+LogicalResult validateTensor(const onnx::TensorProto &tensor, StringRef what,
+                             std::string &error) {
+  SmallVector<int64_t> dims(tensor.dims().begin(), tensor.dims().end());
+  std::optional<int64_t> count = elementCount(dims);
+  if (!count) {
+    error = what.str() + " has dims [" + llvm::join(llvm::map_range(
+                dims, [](int64_t d) { return std::to_string(d); }), ", ") +
+            "]: a dim is negative or their product is out of range";
+    return failure();
+  }
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL)
+    return success();
+  if (tensor.has_raw_data()) {
+    size_t width = onnxByteWidth(tensor.data_type());
+    if (width && tensor.raw_data().size() != static_cast<size_t>(*count) * width) {
+      error = what.str() + " holds " + std::to_string(tensor.raw_data().size()) + " bytes of raw data but its type " +
+              onnxTypeName(tensor.data_type()) + " and shape need " +
+              std::to_string(static_cast<size_t>(*count) * width);
+      return failure();
+    }
+    return success();
+  }
+  if (typedFieldValues(tensor) != *count) {
+    error = what.str() + " holds " + std::to_string(typedFieldValues(tensor)) +
+            " values of type " + onnxTypeName(tensor.data_type()) + " but its shape needs " +
+            std::to_string(*count);
+    return failure();
+  }
+  return success();
+}
 
 FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
                                            MLIRContext *context,
@@ -107,15 +204,10 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
     error = name + " has unsupported data type " + onnxTypeName(tensor.data_type());
     return failure();
   }
+  if (failed(validateTensor(tensor, name, error)))
+    return failure();
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  int64_t count = 1;
-  for (int64_t dim : shape) {
-    if (dim < 0) {
-      error = name + " has negative dimension " + std::to_string(dim);
-      return failure();
-    }
-    count *= dim;
-  }
+  int64_t count = *elementCount(shape);
   auto type = RankedTensorType::get(shape, element);
   size_t width = byteWidth(element);
   size_t expectedBytes = static_cast<size_t>(count) * width;

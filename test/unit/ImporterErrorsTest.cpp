@@ -122,6 +122,43 @@ TEST_F(ImporterErrorsTest, TextSyntaxError) {
   EXPECT_THAT(error, HasSubstr("model.onnxtxt: cannot parse ONNX text"));
 }
 
+// Found by the importer's fuzzer: an initializer whose dims promise more
+// than its data holds crashed ONNX shape inference, which reads it; kiln
+// checks every tensor first.
+TEST_F(ImporterErrorsTest, InitializerDimsOverflow) {
+  onnx::ModelProto model = parse(kMatMulModel);
+  model.mutable_graph()->mutable_initializer(0)->set_dims(0, INT64_MAX);
+  std::string error = modelError(model);
+  EXPECT_THAT(error, HasSubstr("invalid model: initializer 'w' has dims "
+                               "[9223372036854775807, 4]: a dim is negative or their "
+                               "product is out of range"));
+}
+
+TEST_F(ImporterErrorsTest, InitializerHoldsLessThanItsDims) {
+  onnx::ModelProto model = parse(kMatMulModel);
+  onnx::TensorProto *w = model.mutable_graph()->mutable_initializer(0);
+  w->set_dims(0, 8);
+  std::string error = modelError(model);
+  EXPECT_THAT(error, HasSubstr("invalid model: initializer 'w' holds 16 values of type "
+                               "FLOAT but its shape needs 32"));
+  w->set_dims(0, 4);
+  w->clear_float_data();
+  w->set_raw_data(std::string(60, '\0'));
+  EXPECT_THAT(modelError(model), HasSubstr("initializer 'w' holds 60 bytes of raw data "
+                                           "but its type FLOAT and shape need 64"));
+}
+
+// Found by the importer's fuzzer: without the checker, a node reading a
+// value nothing produces crashed ONNX shape inference. Unchecked models
+// skip it, and the import names the missing value.
+TEST_F(ImporterErrorsTest, UncheckedUndefinedInput) {
+  std::string error = uncheckedModelError(parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x) => (float[2] y) { t = Relu(x) y = Add(t, nowhere) }
+)"));
+  EXPECT_THAT(error, HasSubstr("input 'nowhere' is not produced by any earlier node"));
+}
+
 TEST_F(ImporterErrorsTest, CheckerRejectsUndefinedInput) {
   std::string error = textError(R"(
 <ir_version: 8, opset_import: ["" : 17]>

@@ -121,7 +121,8 @@ cl::opt<bool> elideWeights(
     cl::init(false), cl::cat(kilncCategory));
 
 cl::opt<bool> skipChecker("skip-onnx-checker",
-                          cl::desc("Do not run onnx::checker on the model"),
+                          cl::desc("Do not run onnx::checker on the model (nor ONNX "
+                                   "shape inference, which needs a checked model)"),
                           cl::init(false), cl::cat(kilncCategory));
 
 int failStage(llvm::StringRef stage, llvm::StringRef message) {
@@ -161,7 +162,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv,
       "kilnc: compiles ONNX transformer models.\n\n"
-      "Imports an ONNX model (opsets 13-17, binary or textual) into the kiln\n"
+      "Imports an ONNX model (opsets 13-21, binary or textual) into the kiln\n"
       "dialect and compiles it into one .kiln artifact for the Kiln runtime:\n"
       "x86-64 code, a manifest of inputs and outputs, and the weights. Weights\n"
       "in ONNX external-data files are memory-mapped.\n");
