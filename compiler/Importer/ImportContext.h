@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -63,6 +64,14 @@ public:
   bool hasOutput(const onnx::NodeProto &node, int index) const {
     return index < node.output_size() && !node.output(index).empty();
   }
+  /// Whether output `index` of `node` is read: by a node or as a graph
+  /// output. Exporters name outputs nothing reads (LayerNormalization's
+  /// training statistics).
+  bool isOutputUsed(const onnx::NodeProto &node, int index) const {
+    return hasOutput(node, index) && usedValues_.count(node.output(index));
+  }
+  /// Records that the value `name` is read.
+  void markUsed(llvm::StringRef name) { usedValues_.insert(name); }
   void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
 
   /// The type of output `index`: `shape` (kDynamic where unknown) refined by
@@ -122,6 +131,7 @@ private:
   WeightLoader &weights_;
   int64_t opset_;
   llvm::StringMap<mlir::Value> values_;
+  llvm::StringSet<> usedValues_;
   llvm::StringMap<onnx::TypeProto> valueInfo_;
 };
 

@@ -30,7 +30,8 @@ LogicalResult importLayerNorm(ImportContext &ctx, const onnx::NodeProto &node) {
   auto epsilon = ctx.floatAttr(node, "epsilon", 1e-5f);
   if (failed(x) || failed(scale) || failed(axisAttr) || failed(epsilon))
     return failure();
-  if (ctx.hasOutput(node, 1) || ctx.hasOutput(node, 2))
+  // Exporters name the statistics outputs; only reading them is refused.
+  if (ctx.isOutputUsed(node, 1) || ctx.isOutputUsed(node, 2))
     return ctx.error(node)
            << "the Mean and InvStdDev outputs are training outputs; kiln "
               "imports inference graphs only";

@@ -81,10 +81,9 @@ private:
   OpsetVersions opsetVersions() const;
   LogicalResult checkOpset(const OpsetVersions &opsets, std::string &error);
   LogicalResult checkSupportedOps(const OpsetVersions &opsets, std::string &error);
-  /// `refineTypes`: ONNX shape inference did not run, so each node's result
-  /// types are refined from its operands as it is imported (the next
-  /// node's importer may need a shape operand's static length).
-  LogicalResult buildFunction(ModuleOp module, int64_t opset, bool refineTypes);
+  /// Refines each node's result types from its operands as it is imported:
+  /// the next node's importer may need a shape operand's static length.
+  LogicalResult buildFunction(ModuleOp module, int64_t opset);
 
   MLIRContext &context_;
   std::shared_ptr<onnx::ModelProto> model_;
@@ -206,8 +205,7 @@ LogicalResult GraphImporter::checkSupportedOps(const OpsetVersions &opsets,
   return failure();
 }
 
-LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset,
-                                           bool refineTypes) {
+LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
   const onnx::GraphProto &graph = model_->graph();
   OpBuilder builder(module.getBodyRegion());
   ImportContext ctx(builder, sourceName_, weights_, opset);
@@ -215,8 +213,13 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset,
 
   for (const auto &info : graph.value_info())
     ctx.setValueInfo(info);
-  for (const auto &info : graph.output())
+  for (const auto &info : graph.output()) {
     ctx.setValueInfo(info);
+    ctx.markUsed(info.name());
+  }
+  for (const auto &node : graph.node())
+    for (const auto &input : node.input())
+      ctx.markUsed(input);
 
   std::set<std::string> initializerNames;
   for (const auto &init : graph.initializer())
@@ -271,12 +274,11 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset,
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();
-    if (refineTypes)
-      for (Operation &op : llvm::make_early_inc_range(llvm::make_range(
-               last ? std::next(last->getIterator()) : entry->begin(), entry->end())))
-        refineResultTypes(&op);
+    for (Operation &op : llvm::make_early_inc_range(llvm::make_range(
+             last ? std::next(last->getIterator()) : entry->begin(), entry->end())))
+      refineResultTypes(&op);
     for (int i = 0; i < node.output_size(); ++i)
-      if (ctx.hasOutput(node, i) && !ctx.lookup(node.output(i)))
+      if (ctx.isOutputUsed(node, i) && !ctx.lookup(node.output(i)))
         return ctx.error(node) << "output '" << node.output(i)
                                << "' was not produced";
   }
@@ -338,15 +340,18 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
   if (failed(checkSupportedOps(opsets, error)))
     return fail("unsupported operators", error);
   // ONNX's shape inference trusts what the checker checks: a node reading a
-  // value nothing produced crashes it (found by the importer's fuzzer). So
-  // it runs only on models the library's checker has passed.
-  bool shapesInferred = options_.runChecker && opset <= kLibraryOpset;
-  if (shapesInferred) {
+  // value nothing produced crashes it. So it runs only on models the
+  // library's checker has passed, and without its data propagation, which
+  // crashes on valid models too (Unsqueeze of a one-element 1-D constant;
+  // both found by the importer's fuzzer). The values shape subgraphs
+  // compute are kiln's to work out: each node's types are refined from its
+  // operands as it is imported.
+  if (options_.runChecker && opset <= kLibraryOpset) {
     try {
       onnx::shape_inference::InferShapes(
           *model_, onnx::OpSchemaRegistry::Instance(),
           onnx::ShapeInferenceOptions(/*check_type=*/false, /*strict_mode=*/0,
-                                      /*data_prop=*/true));
+                                      /*data_prop=*/false));
     } catch (const std::exception &e) {
       return fail("ONNX shape inference", e.what());
     }
@@ -363,7 +368,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
   });
   OwningOpRef<ModuleOp> module = ModuleOp::create(
       FileLineColLoc::get(&context_, sourceName_, 0, 0));
-  if (failed(buildFunction(*module, opset, !shapesInferred)))
+  if (failed(buildFunction(*module, opset)))
     return fail("import", diagnostics);
   if (failed(verify(*module)))
     return fail("verification of the imported IR", diagnostics);
