@@ -329,47 +329,56 @@ LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
-LogicalResult importGather(ImportContext &ctx, const onnx::NodeProto &node) {
+/// Gather's and GatherElements' operands: data, indices, and the axis
+/// normalized against the data's rank.
+struct GatherOperands {
+  Value data, indices;
+  int64_t axis;
+};
+
+FailureOr<GatherOperands> gatherOperands(ImportContext &ctx, const onnx::NodeProto &node) {
   auto data = ctx.requiredInput(node, 0);
   auto indices = ctx.requiredInput(node, 1);
   auto axisAttr = ctx.intAttr(node, "axis", 0);
   if (failed(data) || failed(indices) || failed(axisAttr))
     return failure();
-  auto type = tensorType(*data);
-  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  auto axis = ctx.normalizeAxis(node, *axisAttr, tensorType(*data).getRank());
   if (failed(axis))
     return failure();
-  SmallVector<int64_t> shape(type.getShape().take_front(*axis));
-  llvm::append_range(shape, tensorType(*indices).getShape());
-  llvm::append_range(shape, type.getShape().drop_front(*axis + 1));
+  return GatherOperands{*data, *indices, *axis};
+}
+
+LogicalResult importGather(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = gatherOperands(ctx, node);
+  if (failed(operands))
+    return failure();
+  auto [data, indices, axis] = *operands;
+  auto type = tensorType(data);
+  SmallVector<int64_t> shape(type.getShape().take_front(axis));
+  llvm::append_range(shape, tensorType(indices).getShape());
+  llvm::append_range(shape, type.getShape().drop_front(axis + 1));
   auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
   ctx.setOutput(node, 0,
-                ctx.builder().create<GatherOp>(ctx.loc(node), resultType, *data,
-                                               *indices,
-                                               ctx.builder().getI64IntegerAttr(*axis)));
+                ctx.builder().create<GatherOp>(ctx.loc(node), resultType, data, indices,
+                                               ctx.builder().getI64IntegerAttr(axis)));
   return success();
 }
 
 LogicalResult importGatherElements(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto data = ctx.requiredInput(node, 0);
-  auto indices = ctx.requiredInput(node, 1);
-  auto axisAttr = ctx.intAttr(node, "axis", 0);
-  if (failed(data) || failed(indices) || failed(axisAttr))
+  auto operands = gatherOperands(ctx, node);
+  if (failed(operands))
     return failure();
-  auto type = tensorType(*data);
-  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
-  if (failed(axis))
-    return failure();
-  if (tensorType(*indices).getRank() != type.getRank())
-    return ctx.error(node) << "indices of rank " << tensorType(*indices).getRank()
+  auto [data, indices, axis] = *operands;
+  auto type = tensorType(data), indicesType = tensorType(indices);
+  if (indicesType.getRank() != type.getRank())
+    return ctx.error(node) << "indices of rank " << indicesType.getRank()
                            << " for data of rank " << type.getRank()
                            << " (they must be equal)";
-  auto resultType = ctx.resultType(node, 0, type.getElementType(),
-                                   tensorType(*indices).getShape());
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), indicesType.getShape());
   ctx.setOutput(node, 0,
                 ctx.builder().create<GatherElementsOp>(
-                    ctx.loc(node), resultType, *data, *indices,
-                    ctx.builder().getI64IntegerAttr(*axis)));
+                    ctx.loc(node), resultType, data, indices,
+                    ctx.builder().getI64IntegerAttr(axis)));
   return success();
 }
 
