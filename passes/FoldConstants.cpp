@@ -262,6 +262,16 @@ double geluOf(double x, bool tanhApproximation) {
   return 0.5 * x * (1.0 + std::erf(x * M_SQRT1_2));
 }
 
+/// Integer division (and remainder) by zero is a run-time error, and the
+/// most negative value of a width over -1 overflows (the machine traps):
+/// both are left to run time, never folded.
+bool divisionIsDefined(int64_t dividend, int64_t divisor) {
+  bool mostNegative = llvm::is_contained(
+      std::initializer_list<int64_t>{INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN},
+      dividend);
+  return divisor != 0 && !(divisor == -1 && mostNegative);
+}
+
 /// The float and integer functions of a unary or binary op; null members
 /// where the op has no such form.
 struct ScalarFns {
@@ -317,6 +327,14 @@ std::optional<ScalarFns> scalarFunctions(Operation *op) {
         bool approximate = gelu.getTanhApproximation();
         return ScalarFns{unaryFloat([approximate](double x) { return geluOf(x, approximate); }), nullptr};
       })
+      .Case([](FloorOp) { return ScalarFns{unaryFloat([](double x) { return std::floor(x); }), nullptr}; })
+      .Case([](CeilOp) { return ScalarFns{unaryFloat([](double x) { return std::ceil(x); }), nullptr}; })
+      // nearbyint rounds halves to even in the default rounding mode.
+      .Case([](RoundOp) { return ScalarFns{unaryFloat([](double x) { return std::nearbyint(x); }), nullptr}; })
+      .Case([](SignOp) {
+        return ScalarFns{unaryFloat([](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : x; }),
+                         unaryInt([](int64_t x) -> int64_t { return (x > 0) - (x < 0); })};
+      })
       .Case([](NotOp) { return ScalarFns{nullptr, unaryInt([](int64_t x) -> int64_t { return !x; })}; })
       .Case([](AddOp) {
         return ScalarFns{binaryFloat([](double x, double y) { return x + y; }),
@@ -331,18 +349,32 @@ std::optional<ScalarFns> scalarFunctions(Operation *op) {
                          binaryInt([](int64_t x, int64_t y) { return x * y; })};
       })
       .Case([](DivOp) {
-        // Integer division truncates. By zero it is a run-time error, and
-        // the most negative value of a width over -1 overflows (the machine
-        // traps): both are left to run time.
+        // Integer division truncates.
         return ScalarFns{binaryFloat([](double x, double y) { return x / y; }),
                          [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
-                           bool mostNegative = llvm::is_contained(
-                               std::initializer_list<int64_t>{
-                                   INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN},
-                               x[0]);
-                           if (x[1] == 0 || (x[1] == -1 && mostNegative))
+                           if (!divisionIsDefined(x[0], x[1]))
                              return std::nullopt;
                            return x[0] / x[1];
+                         }};
+      })
+      .Case([](RemOp) {
+        return ScalarFns{binaryFloat([](double x, double y) { return std::fmod(x, y); }),
+                         [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
+                           if (!divisionIsDefined(x[0], x[1]))
+                             return std::nullopt;
+                           return x[0] % x[1];
+                         }};
+      })
+      .Case([](ModOp) {
+        return ScalarFns{binaryFloat([](double x, double y) {
+                           double rem = std::fmod(x, y);
+                           return rem != 0 && (rem < 0) != (y < 0) ? rem + y : rem;
+                         }),
+                         [](ArrayRef<int64_t> x) -> std::optional<int64_t> {
+                           if (!divisionIsDefined(x[0], x[1]))
+                             return std::nullopt;
+                           int64_t rem = x[0] % x[1];
+                           return rem != 0 && (rem < 0) != (x[1] < 0) ? rem + x[1] : rem;
                          }};
       })
       .Case([](PowOp) {

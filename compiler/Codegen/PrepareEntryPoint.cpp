@@ -19,6 +19,7 @@ kiln_dtype_t runtimeDtype(Type type) {
   if (type.isF64()) return KILN_DTYPE_F64;
   if (type.isInteger(64)) return KILN_DTYPE_I64;
   if (type.isInteger(32)) return KILN_DTYPE_I32;
+  if (type.isInteger(16)) return KILN_DTYPE_I16;
   if (type.isInteger(8)) return KILN_DTYPE_I8;
   if (type.isInteger(1)) return KILN_DTYPE_BOOL;
   return KILN_DTYPE_INVALID;

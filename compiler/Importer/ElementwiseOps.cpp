@@ -86,6 +86,27 @@ LogicalResult importPow(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// Mod: fmod = 0 takes the divisor's sign (integers only, as in ONNX), and
+/// fmod = 1 the dividend's, as C's fmod.
+LogicalResult importMod(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = ctx.requiredInputs(node, 2);
+  auto fmod = ctx.intAttr(node, "fmod", 0);
+  if (failed(operands) || failed(fmod))
+    return failure();
+  if (*fmod != 0 && *fmod != 1)
+    return ctx.error(node) << "attribute 'fmod' must be 0 or 1, got " << *fmod;
+  Value lhs = (*operands)[0], rhs = (*operands)[1];
+  if (!*fmod && isa<FloatType>(getElementTypeOrSelf(lhs)))
+    return ctx.error(node)
+           << "a float Mod needs fmod = 1 (ONNX defines fmod = 0 for integers only)";
+  auto result = *fmod ? buildBinary<RemOp>(ctx, node, lhs, rhs)
+                      : buildBinary<ModOp>(ctx, node, lhs, rhs);
+  if (failed(result))
+    return failure();
+  ctx.setOutput(node, 0, *result);
+  return success();
+}
+
 template <ComparePredicate predicate>
 LogicalResult importCompare(ImportContext &ctx, const onnx::NodeProto &node) {
   auto operands = ctx.requiredInputs(node, 2);
@@ -222,41 +243,46 @@ LogicalResult importGelu(ImportContext &ctx, const onnx::NodeProto &node) {
 } // namespace
 
 void registerElementwiseImporters(OpImporterRegistry &registry) {
-  registry.add("Sqrt", importUnary<SqrtOp>);
-  registry.add("Reciprocal", importUnary<ReciprocalOp>);
-  registry.add("Neg", importUnary<NegOp>);
-  registry.add("Exp", importUnary<ExpOp>);
-  registry.add("Log", importUnary<LogOp>);
-  registry.add("Erf", importUnary<ErfOp>);
-  registry.add("Tanh", importUnary<TanhOp>);
-  registry.add("Sigmoid", importUnary<SigmoidOp>);
-  registry.add("Relu", importUnary<ReluOp>);
-  registry.add("Abs", importUnary<AbsOp>);
-  registry.add("Cos", importUnary<CosOp>);
-  registry.add("Sin", importUnary<SinOp>);
-  registry.add("Not", importUnary<NotOp>);
-  registry.add("Add", importBinary<AddOp>);
-  registry.add("Sub", importBinary<SubOp>);
-  registry.add("Mul", importBinary<MulOp>);
-  registry.add("Div", importBinary<DivOp>);
-  registry.add("Pow", importPow);
-  registry.add("And", importBinary<AndOp>);
-  registry.add("Or", importBinary<OrOp>);
-  registry.add("Xor", importBinary<XorOp>);
-  registry.add("Max", importVariadic<MaxOp>);
-  registry.add("Min", importVariadic<MinOp>);
-  registry.add("Equal", importCompare<ComparePredicate::eq>);
-  registry.add("Less", importCompare<ComparePredicate::lt>);
-  registry.add("LessOrEqual", importCompare<ComparePredicate::le>);
-  registry.add("Greater", importCompare<ComparePredicate::gt>);
-  registry.add("GreaterOrEqual", importCompare<ComparePredicate::ge>);
-  registry.add("Where", importWhere);
-  registry.add("Clip", importClip);
-  registry.add("IsNaN", importIsNaN);
-  registry.add("IsInf", importIsInf);
-  registry.add("Gelu", importGelu);
-  registry.add("Cast", importCast);
-  registry.add("CastLike", importCastLike);
+  registry.add("Sqrt", importUnary<SqrtOp>, 6);
+  registry.add("Reciprocal", importUnary<ReciprocalOp>, 6);
+  registry.add("Neg", importUnary<NegOp>, 6);
+  registry.add("Exp", importUnary<ExpOp>, 6);
+  registry.add("Log", importUnary<LogOp>, 6);
+  registry.add("Erf", importUnary<ErfOp>, 9);
+  registry.add("Tanh", importUnary<TanhOp>, 6);
+  registry.add("Sigmoid", importUnary<SigmoidOp>, 6);
+  registry.add("Relu", importUnary<ReluOp>, 6);
+  registry.add("Abs", importUnary<AbsOp>, 6);
+  registry.add("Cos", importUnary<CosOp>, 7);
+  registry.add("Sin", importUnary<SinOp>, 7);
+  registry.add("Not", importUnary<NotOp>, 1);
+  registry.add("Floor", importUnary<FloorOp>, 6);
+  registry.add("Ceil", importUnary<CeilOp>, 6);
+  registry.add("Round", importUnary<RoundOp>, 11);
+  registry.add("Sign", importUnary<SignOp>, 9);
+  registry.add("Mod", importMod, 10);
+  registry.add("Add", importBinary<AddOp>, 7);
+  registry.add("Sub", importBinary<SubOp>, 7);
+  registry.add("Mul", importBinary<MulOp>, 7);
+  registry.add("Div", importBinary<DivOp>, 7);
+  registry.add("Pow", importPow, 7);
+  registry.add("And", importBinary<AndOp>, 7);
+  registry.add("Or", importBinary<OrOp>, 7);
+  registry.add("Xor", importBinary<XorOp>, 7);
+  registry.add("Max", importVariadic<MaxOp>, 8);
+  registry.add("Min", importVariadic<MinOp>, 8);
+  registry.add("Equal", importCompare<ComparePredicate::eq>, 7);
+  registry.add("Less", importCompare<ComparePredicate::lt>, 7);
+  registry.add("LessOrEqual", importCompare<ComparePredicate::le>, 12);
+  registry.add("Greater", importCompare<ComparePredicate::gt>, 7);
+  registry.add("GreaterOrEqual", importCompare<ComparePredicate::ge>, 12);
+  registry.add("Where", importWhere, 9);
+  registry.add("Clip", importClip, 11);
+  registry.add("IsNaN", importIsNaN, 9);
+  registry.add("IsInf", importIsInf, 10);
+  registry.add("Gelu", importGelu, 20);
+  registry.add("Cast", importCast, 6);
+  registry.add("CastLike", importCastLike, 15);
 }
 
 } // namespace kiln

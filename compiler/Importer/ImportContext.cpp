@@ -18,6 +18,7 @@ Type convertElementType(MLIRContext *context, int32_t onnxType) {
   case onnx::TensorProto::DOUBLE: return b.getF64Type();
   case onnx::TensorProto::INT64: return b.getI64Type();
   case onnx::TensorProto::INT32: return b.getI32Type();
+  case onnx::TensorProto::INT16: return b.getI16Type();
   case onnx::TensorProto::INT8: return b.getI8Type();
   case onnx::TensorProto::BOOL: return b.getI1Type();
   default: return {};
@@ -214,6 +215,20 @@ ImportContext::intsAttr(const onnx::NodeProto &node, StringRef name) {
 bool ImportContext::isConstantInput(const onnx::NodeProto &node, int index) {
   Value value = input(node, index);
   return value && value.getDefiningOp<ConstantOp>();
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+ImportContext::intsAttrOrConstantInput(const onnx::NodeProto &node, int index,
+                                       StringRef name, int64_t inputSince,
+                                       StringRef why) {
+  if (opset_ < inputSince)
+    return intsAttr(node, name);
+  if (!input(node, index))
+    return std::optional<SmallVector<int64_t>>();
+  auto values = constantInts(node, index, name, why);
+  if (failed(values))
+    return failure();
+  return std::optional<SmallVector<int64_t>>(std::move(*values));
 }
 
 FailureOr<SmallVector<int64_t>>

@@ -110,6 +110,13 @@ public:
   mlir::FailureOr<llvm::SmallVector<int64_t>>
   constantInts(const onnx::NodeProto &node, int index, llvm::StringRef what,
                llvm::StringRef why);
+  /// A list of integers that ONNX moved from attribute `name` to input
+  /// `index` in opset `inputSince` (Squeeze's axes in 13, ReduceMean's in
+  /// 18): read from where the model's opset puts it; nullopt when absent.
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  intsAttrOrConstantInput(const onnx::NodeProto &node, int index,
+                          llvm::StringRef name, int64_t inputSince,
+                          llvm::StringRef why);
   /// True when input `index` is present and produced by a kiln.constant.
   bool isConstantInput(const onnx::NodeProto &node, int index);
 
@@ -139,19 +146,30 @@ private:
 using OpImporter = mlir::LogicalResult (*)(ImportContext &ctx,
                                            const onnx::NodeProto &node);
 
+/// An op importer and the oldest opset whose version of the op it reads:
+/// the one from which the op's meaning, for every model the ONNX checker
+/// accepts, is what the importer builds. Older versions differ in meaning
+/// (Softmax before 13 flattens to 2-D) or in form (Add before 7 broadcasts
+/// by attribute), and are refused by name.
+struct OpImporterEntry {
+  OpImporter importer = nullptr;
+  int64_t oldestOpset = 0;
+};
+
 /// The op importers by ONNX op type (default domain only).
 class OpImporterRegistry {
 public:
   OpImporterRegistry();
-  void add(llvm::StringRef opType, OpImporter importer) {
-    importers_[opType] = importer;
+  void add(llvm::StringRef opType, OpImporter importer, int64_t oldestOpset) {
+    importers_[opType] = {importer, oldestOpset};
   }
-  OpImporter lookup(llvm::StringRef opType) const {
+  /// Null importer when kiln does not know the op.
+  OpImporterEntry lookup(llvm::StringRef opType) const {
     return importers_.lookup(opType);
   }
 
 private:
-  llvm::StringMap<OpImporter> importers_;
+  llvm::StringMap<OpImporterEntry> importers_;
 };
 
 // One registration function per op family, each in its own file.

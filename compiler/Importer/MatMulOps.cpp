@@ -117,8 +117,8 @@ LogicalResult importGemm(ImportContext &ctx, const onnx::NodeProto &node) {
 } // namespace
 
 void registerMatMulImporters(OpImporterRegistry &registry) {
-  registry.add("MatMul", importMatMul);
-  registry.add("Gemm", importGemm);
+  registry.add("MatMul", importMatMul, 1);
+  registry.add("Gemm", importGemm, 7);
 }
 
 } // namespace kiln

@@ -51,9 +51,9 @@ LogicalResult importLayerNorm(ImportContext &ctx, const onnx::NodeProto &node) {
 } // namespace
 
 void registerNormalizationImporters(OpImporterRegistry &registry) {
-  registry.add("Softmax", importSoftmax<SoftmaxOp>);
-  registry.add("LogSoftmax", importSoftmax<LogSoftmaxOp>);
-  registry.add("LayerNormalization", importLayerNorm);
+  registry.add("Softmax", importSoftmax<SoftmaxOp>, 13);
+  registry.add("LogSoftmax", importSoftmax<LogSoftmaxOp>, 13);
+  registry.add("LayerNormalization", importLayerNorm, 17);
 }
 
 } // namespace kiln

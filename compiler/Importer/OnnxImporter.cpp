@@ -34,7 +34,9 @@ void registerImporterDialects(MLIRContext &context) {
 
 namespace {
 
-constexpr int64_t kMinOpset = 13;
+/// Older opsets are read op by op: each importer names the oldest version of
+/// its op it reads (OpImporterEntry), and checkSupportedOps refuses a node
+/// whose op changed meaning since the model's opset.
 constexpr int64_t kMaxOpset = 21;
 /// The newest opset whose schemas Debian's ONNX library (1.12) knows. Past
 /// it, the library would check and infer newer nodes against older schemas
@@ -172,10 +174,10 @@ LogicalResult GraphImporter::checkOpset(const OpsetVersions &opsets,
     return failure();
   }
   int64_t opset = defaultDomain->second;
-  if (opset < kMinOpset || opset > kMaxOpset) {
+  if (opset < 1 || opset > kMaxOpset) {
     error = "the model uses opset " + std::to_string(opset) +
-            " of the default ONNX domain; kiln supports opsets " +
-            std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset);
+            " of the default ONNX domain; kiln supports opsets up to " +
+            std::to_string(kMaxOpset);
     return failure();
   }
   return success();
@@ -186,15 +188,23 @@ LogicalResult GraphImporter::checkSupportedOps(const OpsetVersions &opsets,
   std::vector<std::string> unsupported;
   for (const auto &node : model_->graph().node()) {
     std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
-    if (domain.empty() && registry_.lookup(node.op_type()))
+    int64_t opset = opsets.count(domain) ? opsets.at(domain) : 0;
+    OpImporterEntry entry =
+        domain.empty() ? registry_.lookup(node.op_type()) : OpImporterEntry();
+    if (entry.importer && opset >= entry.oldestOpset)
       continue;
     std::string label = node.name().empty()
                             ? "<unnamed, output '" +
                                   (node.output_size() ? node.output(0) : "") + "'>"
                             : "'" + node.name() + "'";
-    unsupported.push_back("node " + label + ": op '" +
-                          (domain.empty() ? "" : domain + ".") + node.op_type() +
-                          "' (opset " + std::to_string(opsets.count(domain) ? opsets.at(domain) : 0) + ")");
+    std::string line = "node " + label + ": op '" +
+                       (domain.empty() ? "" : domain + ".") + node.op_type() +
+                       "' (opset " + std::to_string(opset) + ")";
+    if (entry.importer)
+      line += ": kiln reads " + node.op_type() + " from opset " +
+              std::to_string(entry.oldestOpset) +
+              " on; its older versions mean something else";
+    unsupported.push_back(line);
   }
   if (unsupported.empty())
     return success();
@@ -270,7 +280,7 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
   }
 
   for (const auto &node : graph.node()) {
-    OpImporter importer = registry_.lookup(node.op_type());
+    OpImporter importer = registry_.lookup(node.op_type()).importer;
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();

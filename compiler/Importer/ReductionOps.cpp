@@ -26,19 +26,11 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   auto inputType = cast<RankedTensorType>(x->getType());
   int64_t rank = inputType.getRank();
 
-  SmallVector<int64_t> axes;
-  if (ctx.opset() < axesInputSince) {
-    auto attr = ctx.intsAttr(node, "axes");
-    if (failed(attr))
-      return failure();
-    if (*attr)
-      axes = **attr;
-  } else if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "axes", "they decide the result's rank");
-    if (failed(values))
-      return failure();
-    axes = *values;
-  }
+  auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", axesInputSince,
+                                            "they decide the result's rank");
+  if (failed(listed))
+    return failure();
+  SmallVector<int64_t> axes = listed->value_or(SmallVector<int64_t>());
   if (axes.empty()) {
     if (*noopWithEmptyAxes) {
       ctx.setOutput(node, 0, *x);
@@ -94,10 +86,10 @@ LogicalResult importCumSum(ImportContext &ctx, const onnx::NodeProto &node) {
 } // namespace
 
 void registerReductionImporters(OpImporterRegistry &registry) {
-  registry.add("ReduceSum", importReduce<ReduceSumOp, 13>);
-  registry.add("ReduceMean", importReduce<ReduceMeanOp, 18>);
-  registry.add("ReduceMax", importReduce<ReduceMaxOp, 18>);
-  registry.add("CumSum", importCumSum);
+  registry.add("ReduceSum", importReduce<ReduceSumOp, 13>, 1);
+  registry.add("ReduceMean", importReduce<ReduceMeanOp, 18>, 1);
+  registry.add("ReduceMax", importReduce<ReduceMaxOp, 18>, 1);
+  registry.add("CumSum", importCumSum, 11);
 }
 
 } // namespace kiln

@@ -127,12 +127,13 @@ LogicalResult importSqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto type = tensorType(*x);
+  auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", /*inputSince=*/13,
+                                            "they decide the result's rank");
+  if (failed(listed))
+    return failure();
   SmallVector<int64_t> axes;
-  if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "axes", "they decide the result's rank");
-    if (failed(values))
-      return failure();
-    auto normalized = ctx.normalizeAxes(node, *values, type.getRank());
+  if (*listed) {
+    auto normalized = ctx.normalizeAxes(node, **listed, type.getRank());
     if (failed(normalized))
       return failure();
     axes = *normalized;
@@ -165,12 +166,15 @@ LogicalResult importUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   if (failed(x))
     return failure();
-  auto values = ctx.constantInts(node, 1, "axes", "they decide the result's rank");
-  if (failed(values))
+  auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", /*inputSince=*/13,
+                                            "they decide the result's rank");
+  if (failed(listed))
     return failure();
+  if (!*listed)
+    return ctx.error(node) << "needs its axes";
   auto type = tensorType(*x);
-  int64_t rank = type.getRank() + values->size();
-  auto axes = ctx.normalizeAxes(node, *values, rank);
+  int64_t rank = type.getRank() + (*listed)->size();
+  auto axes = ctx.normalizeAxes(node, **listed, rank);
   if (failed(axes))
     return failure();
   SmallVector<int64_t> shape;
@@ -233,12 +237,12 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
     return failure();
   int64_t parts = node.output_size();
   SmallVector<int64_t> sizes;
-  if (ctx.input(node, 1)) {
-    auto values = ctx.constantInts(node, 1, "split",
-                                       "kiln.split takes its sizes at compile time");
-    if (failed(values))
-      return failure();
-    sizes = *values;
+  auto listed = ctx.intsAttrOrConstantInput(
+      node, 1, "split", /*inputSince=*/13, "kiln.split takes its sizes at compile time");
+  if (failed(listed))
+    return failure();
+  if (*listed) {
+    sizes = **listed;
     if (static_cast<int64_t>(sizes.size()) != parts)
       return ctx.error(node) << "'split' has " << sizes.size() << " sizes but the node has "
                              << parts << " outputs";
@@ -435,19 +439,19 @@ LogicalResult importShapeDriven(ImportContext &ctx, const onnx::NodeProto &node)
 } // namespace
 
 void registerShapeImporters(OpImporterRegistry &registry) {
-  registry.add("Reshape", importReshape);
-  registry.add("Flatten", importFlatten);
-  registry.add("Transpose", importTranspose);
-  registry.add("Squeeze", importSqueeze);
-  registry.add("Unsqueeze", importUnsqueeze);
-  registry.add("Concat", importConcat);
-  registry.add("Split", importSplit);
-  registry.add("Slice", importSlice);
-  registry.add("Gather", importGather);
-  registry.add("GatherElements", importGatherElements);
-  registry.add("GatherND", importGatherND);
-  registry.add("Expand", importShapeDriven<ExpandOp>);
-  registry.add("Tile", importShapeDriven<TileOp>);
+  registry.add("Reshape", importReshape, 5);
+  registry.add("Flatten", importFlatten, 1);
+  registry.add("Transpose", importTranspose, 1);
+  registry.add("Squeeze", importSqueeze, 1);
+  registry.add("Unsqueeze", importUnsqueeze, 1);
+  registry.add("Concat", importConcat, 4);
+  registry.add("Split", importSplit, 2);
+  registry.add("Slice", importSlice, 10);
+  registry.add("Gather", importGather, 1);
+  registry.add("GatherElements", importGatherElements, 11);
+  registry.add("GatherND", importGatherND, 11);
+  registry.add("Expand", importShapeDriven<ExpandOp>, 8);
+  registry.add("Tile", importShapeDriven<TileOp>, 6);
 }
 
 } // namespace kiln

@@ -232,14 +232,14 @@ LogicalResult importSize(ImportContext &ctx, const onnx::NodeProto &node) {
 } // namespace
 
 void registerTensorImporters(OpImporterRegistry &registry) {
-  registry.add("Constant", importConstant);
-  registry.add("Identity", importIdentity);
-  registry.add("Dropout", importDropout);
-  registry.add("ConstantOfShape", importConstantOfShape);
-  registry.add("Range", importRange);
-  registry.add("Trilu", importTrilu);
-  registry.add("Shape", importShape);
-  registry.add("Size", importSize);
+  registry.add("Constant", importConstant, 1);
+  registry.add("Identity", importIdentity, 1);
+  registry.add("Dropout", importDropout, 10);
+  registry.add("ConstantOfShape", importConstantOfShape, 9);
+  registry.add("Range", importRange, 11);
+  registry.add("Trilu", importTrilu, 14);
+  registry.add("Shape", importShape, 1);
+  registry.add("Size", importSize, 1);
 }
 
 } // namespace kiln

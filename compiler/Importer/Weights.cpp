@@ -75,6 +75,9 @@ std::vector<char> typedFieldBytes(const onnx::TensorProto &tensor, int64_t count
     append(tensor.int32_data(), [](int32_t v) { return v; });
     break;
   // These are stored widened to int32; the low bits hold the value.
+  case onnx::TensorProto::INT16:
+    append(tensor.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); });
+    break;
   case onnx::TensorProto::INT8:
   case onnx::TensorProto::BOOL:
     append(tensor.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); });

@@ -22,6 +22,7 @@ inline const char *dtypeName(kiln_dtype_t dtype) {
   case KILN_DTYPE_F64: return "f64";
   case KILN_DTYPE_I64: return "i64";
   case KILN_DTYPE_I32: return "i32";
+  case KILN_DTYPE_I16: return "i16";
   case KILN_DTYPE_I8: return "i8";
   case KILN_DTYPE_BOOL: return "bool";
   default: return "invalid";
@@ -32,7 +33,7 @@ inline const char *dtypeName(kiln_dtype_t dtype) {
 inline size_t dtypeSize(kiln_dtype_t dtype) {
   switch (dtype) {
   case KILN_DTYPE_F32: case KILN_DTYPE_I32: return 4;
-  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: return 2;
+  case KILN_DTYPE_F16: case KILN_DTYPE_BF16: case KILN_DTYPE_I16: return 2;
   case KILN_DTYPE_F64: case KILN_DTYPE_I64: return 8;
   case KILN_DTYPE_I8: case KILN_DTYPE_BOOL: return 1;
   default: return 0;

@@ -138,6 +138,37 @@ func.func @powers_and_nan() -> (tensor<4xi64>, tensor<3xf32>) {
 
 // -----
 
+// Tests the remainders (mod takes the divisor's sign, rem the dividend's),
+// rounding halves to even, and sign; a remainder by zero is left to run
+// time.
+
+// CHECK-LABEL: func.func @remainders_and_rounding
+//   CHECK-DAG: kiln.constant dense<[1, -1, 2, -2]> : tensor<4xi64>
+//   CHECK-DAG: kiln.constant dense<[1, 2, -3, -2]> : tensor<4xi64>
+//   CHECK-DAG: kiln.constant dense<[2.000000e+00, 2.000000e+00, -2.000000e+00, 1.000000e+00]> : tensor<4xf32>
+//   CHECK-DAG: kiln.constant dense<[-1, 0, 1]> : tensor<3xi32>
+//       CHECK: kiln.mod
+//   CHECK-NOT: kiln.mod
+//   CHECK-NOT: kiln.rem
+//   CHECK-NOT: kiln.round
+//   CHECK-NOT: kiln.sign
+func.func @remainders_and_rounding() -> (tensor<4xi64>, tensor<4xi64>, tensor<4xf32>, tensor<3xi32>, tensor<i64>) {
+  %a = kiln.constant dense<[7, -7, 7, -7]> : tensor<4xi64>
+  %b = kiln.constant dense<[3, 3, -5, -5]> : tensor<4xi64>
+  %r = kiln.rem %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %m = kiln.mod %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %x = kiln.constant dense<[2.5, 1.5, -2.5, 0.6]> : tensor<4xf32>
+  %n = kiln.round %x : tensor<4xf32>
+  %i = kiln.constant dense<[-9, 0, 4]> : tensor<3xi32>
+  %s = kiln.sign %i : tensor<3xi32>
+  %one = kiln.constant dense<1> : tensor<i64>
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %byZero = kiln.mod %one, %zero : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  return %r, %m, %n, %s, %byZero : tensor<4xi64>, tensor<4xi64>, tensor<4xf32>, tensor<3xi32>, tensor<i64>
+}
+
+// -----
+
 // Tests the size bound: a result of 6 elements folds by default but not with
 // max-elements=4.
 

@@ -263,12 +263,14 @@ TEST(RuntimeDtype, SizesAndNames) {
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I64), 8u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I32), 4u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I8), 1u);
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I16), 2u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_BOOL), 1u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_INVALID), 0u);
   EXPECT_EQ(kiln_dtype_size(static_cast<kiln_dtype_t>(99)), 0u);
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_F32), "f32");
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_I64), "i64");
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_BOOL), "bool");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_I16), "i16");
   EXPECT_STREQ(kiln_dtype_name(static_cast<kiln_dtype_t>(99)), "invalid");
 }
 

@@ -136,6 +136,7 @@ TEST_F(TensorFileTest, NpyEveryDtype) {
       {"<f2", KILN_DTYPE_F16, bytesOf(std::vector<uint16_t>{0x3c00, 0xc000, 0x7bff})},
       {"<i8", KILN_DTYPE_I64, bytesOf(std::vector<int64_t>{-1, INT64_MAX, INT64_MIN})},
       {"<i4", KILN_DTYPE_I32, bytesOf(std::vector<int32_t>{-1, INT32_MAX, 7})},
+      {"<i2", KILN_DTYPE_I16, bytesOf(std::vector<int16_t>{-32768, 0, 32767})},
       {"|i1", KILN_DTYPE_I8, bytesOf(std::vector<int8_t>{-128, 0, 127})},
       {"|b1", KILN_DTYPE_BOOL, {1, 0, 1}},
   };
@@ -357,7 +358,6 @@ TEST_F(TensorFileTest, NpyUnsupportedDtypes) {
   EXPECT_THAT(err(">i8"), HasSubstr("big-endian"));
   EXPECT_THAT(err("|u1"), HasSubstr("unsupported dtype '|u1' (uint8"));
   EXPECT_THAT(err("<u4"), HasSubstr("unsigned"));
-  EXPECT_THAT(err("<i2"), HasSubstr("int16"));
   EXPECT_THAT(err("<c8"), HasSubstr("complex"));
   EXPECT_THAT(err("<U1"), HasSubstr("strings"));
   EXPECT_THAT(err("|V2"), HasSubstr("bfloat16"));
@@ -482,6 +482,7 @@ TEST_F(TensorFileTest, PbRawData) {
       {onnx::TensorProto::BFLOAT16, KILN_DTYPE_BF16, bytesOf(std::vector<uint16_t>{0x3f80, 2})},
       {onnx::TensorProto::INT64, KILN_DTYPE_I64, bytesOf(std::vector<int64_t>{-5, 1LL << 40})},
       {onnx::TensorProto::INT32, KILN_DTYPE_I32, bytesOf(std::vector<int32_t>{-5, 9})},
+      {onnx::TensorProto::INT16, KILN_DTYPE_I16, bytesOf(std::vector<int16_t>{-5, 300})},
       {onnx::TensorProto::INT8, KILN_DTYPE_I8, bytesOf(std::vector<int8_t>{-5, 9})},
       {onnx::TensorProto::BOOL, KILN_DTYPE_BOOL, {0, 1}},
   };
@@ -537,6 +538,14 @@ TEST_F(TensorFileTest, PbTypedFields) {
     HostTensor t = read(writeProto("b.pb", p));
     EXPECT_EQ(t.dtype, KILN_DTYPE_BF16);
     EXPECT_EQ(t.data, bytesOf(std::vector<uint16_t>{0xbf80}));
+  }
+  {
+    onnx::TensorProto p = proto(onnx::TensorProto::INT16, {3});
+    for (int v : {-32768, -1, 32767})
+      p.add_int32_data(v);
+    HostTensor t = read(writeProto("s.pb", p));
+    EXPECT_EQ(t.dtype, KILN_DTYPE_I16);
+    EXPECT_EQ(t.data, bytesOf(std::vector<int16_t>{-32768, -1, 32767}));
   }
   {
     onnx::TensorProto p = proto(onnx::TensorProto::INT8, {3});
@@ -632,6 +641,7 @@ TEST_F(TensorFileTest, PbInt32DataRanges) {
   };
   EXPECT_THAT(err(onnx::TensorProto::INT8, 128), HasSubstr("int32_data[1] = 128 is out of range"));
   EXPECT_THAT(err(onnx::TensorProto::INT8, -129), HasSubstr("-129"));
+  EXPECT_THAT(err(onnx::TensorProto::INT16, 32768), HasSubstr("-32768..32767"));
   EXPECT_THAT(err(onnx::TensorProto::FLOAT16, 65536), HasSubstr("0..65535"));
   EXPECT_THAT(err(onnx::TensorProto::BFLOAT16, -1), HasSubstr("BFLOAT16"));
   EXPECT_THAT(err(onnx::TensorProto::BOOL, 2), HasSubstr("0 or 1"));

@@ -384,7 +384,7 @@ private:
 /// Maps a .npy descr to a Kiln dtype, or sets an error ("header: ...").
 bool npyDtype(const std::string &descr, kiln_dtype_t &dtype, std::string &error) {
   std::string shown = "'" + escapeBytes(descr.data(), descr.size()) + "'";
-  const char *supported = "supported: '<f4' '<f8' '<f2' '<i8' '<i4' '|i1' '|b1'";
+  const char *supported = "supported: '<f4' '<f8' '<f2' '<i8' '<i4' '<i2' '|i1' '|b1'";
   char order = descr.empty() ? '\0' : descr[0];
   // numpy always writes a byte-order character; '=' and none mean native,
   // which is little-endian here.
@@ -397,7 +397,8 @@ bool npyDtype(const std::string &descr, kiln_dtype_t &dtype, std::string &error)
   };
   static const Known known[] = {
       {"f4", KILN_DTYPE_F32}, {"f8", KILN_DTYPE_F64}, {"f2", KILN_DTYPE_F16},
-      {"i8", KILN_DTYPE_I64}, {"i4", KILN_DTYPE_I32}, {"i1", KILN_DTYPE_I8},
+      {"i8", KILN_DTYPE_I64}, {"i4", KILN_DTYPE_I32}, {"i2", KILN_DTYPE_I16},
+      {"i1", KILN_DTYPE_I8},
       {"b1", KILN_DTYPE_BOOL},
   };
   for (const Known &k : known) {
@@ -420,8 +421,6 @@ bool npyDtype(const std::string &descr, kiln_dtype_t &dtype, std::string &error)
   if (!code.empty() && code[0] == 'u')
     why = code == "u1" ? "uint8: Kiln has no unsigned types; convert to int8 or int32"
                        : "unsigned: Kiln has no unsigned types";
-  else if (code == "i2")
-    why = "int16 is not a Kiln type";
   else if (!code.empty() && code[0] == 'c')
     why = "complex is not supported";
   else if (!code.empty() && (code[0] == 'U' || code[0] == 'S' || code[0] == 'O'))
@@ -445,6 +444,8 @@ const char *npyDescr(kiln_dtype_t dtype) {
     return "<i8";
   case KILN_DTYPE_I32:
     return "<i4";
+  case KILN_DTYPE_I16:
+    return "<i2";
   case KILN_DTYPE_I8:
     return "|i1";
   case KILN_DTYPE_BOOL:
@@ -666,6 +667,9 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   case TensorProto::INT32:
     out.dtype = KILN_DTYPE_I32;
     break;
+  case TensorProto::INT16:
+    out.dtype = KILN_DTYPE_I16;
+    break;
   case TensorProto::INT8:
     out.dtype = KILN_DTYPE_I8;
     break;
@@ -675,7 +679,7 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   default:
     error = where + ": unsupported data_type " + typeName +
             (dataType == TensorProto::STRING ? ": string tensors are not supported" : "") +
-            " (supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT8, BOOL)";
+            " (supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, BOOL)";
     return false;
   }
 
@@ -698,7 +702,7 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   }
 
   // Which typed field carries this data_type (int32_data also carries
-  // FLOAT16/BFLOAT16 bit patterns, INT8 and BOOL).
+  // FLOAT16/BFLOAT16 bit patterns, INT16, INT8 and BOOL).
   const char *fieldName;
   int fieldSize;
   switch (dataType) {
@@ -789,6 +793,9 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   case TensorProto::FLOAT16:
   case TensorProto::BFLOAT16:
     lo = 0, hi = 65535, range = "16-bit patterns 0..65535";
+    break;
+  case TensorProto::INT16:
+    lo = -32768, hi = 32767, range = "-32768..32767";
     break;
   case TensorProto::INT8:
     lo = -128, hi = 127, range = "-128..127";

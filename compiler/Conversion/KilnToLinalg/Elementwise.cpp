@@ -115,6 +115,65 @@ Value emitCompare(OpBuilder &b, Location loc, ComparePredicate predicate,
   return b.create<arith::CmpIOp>(loc, p, lhs, rhs);
 }
 
+/// x > 0 ? 1 : x < 0 ? -1 : x, which keeps NaN and a zero's sign.
+Value emitSign(OpBuilder &b, Location loc, Value x) {
+  Type type = x.getType();
+  Value zero = scalarConstant(b, loc, type, 0);
+  Value positive = emitCompare(b, loc, ComparePredicate::gt, x, zero);
+  Value negative = emitCompare(b, loc, ComparePredicate::lt, x, zero);
+  Value signOrX = b.create<arith::SelectOp>(
+      loc, negative, scalarConstant(b, loc, type, -1), x);
+  return b.create<arith::SelectOp>(loc, positive,
+                                   scalarConstant(b, loc, type, 1), signOrX);
+}
+
+/// Integer division and remainder by zero, and of the most negative value
+/// by -1, would kill the process (SIGFPE): both become run-time errors.
+void checkIntegerDivisor(OpBuilder &b, Location loc, Operation *op,
+                         Value dividend, Value divisor) {
+  Type type = dividend.getType();
+  Value nonZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
+                                          divisor, scalarConstant(b, loc, type, 0));
+  lowering::check(b, loc, op, nonZero, "integer division by zero");
+  unsigned width = type.getIntOrFloatBitWidth();
+  Value mostNegative = b.create<arith::ConstantOp>(
+      loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
+  Value overflows = b.create<arith::AndIOp>(
+      loc,
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, dividend,
+                              mostNegative),
+      b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, divisor,
+                              scalarConstant(b, loc, type, -1)));
+  Value fits = b.create<arith::XOrIOp>(
+      loc, overflows, b.create<arith::ConstantOp>(loc, b.getBoolAttr(true)));
+  lowering::check(b, loc, op, fits,
+                  "integer division overflows (the most negative value "
+                  "divided by -1)");
+}
+
+/// The remainder with the divisor's sign: the truncated remainder, plus the
+/// divisor where the two signs differ and the remainder is not zero.
+Value emitMod(OpBuilder &b, Location loc, Operation *op, Value x, Value y) {
+  Type type = x.getType();
+  Value rem;
+  if (isa<FloatType>(type)) {
+    rem = b.create<arith::RemFOp>(loc, x, y);
+  } else {
+    checkIntegerDivisor(b, loc, op, x, y);
+    rem = b.create<arith::RemSIOp>(loc, x, y);
+  }
+  Value zero = scalarConstant(b, loc, type, 0);
+  Value remNegative = emitCompare(b, loc, ComparePredicate::lt, rem, zero);
+  Value divisorNegative = emitCompare(b, loc, ComparePredicate::lt, y, zero);
+  Value signsDiffer = b.create<arith::XOrIOp>(loc, remNegative, divisorNegative);
+  Value adjust = b.create<arith::AndIOp>(
+      loc, signsDiffer, emitCompare(b, loc, ComparePredicate::ne, rem, zero));
+  Value shifted = isa<FloatType>(type)
+                      ? b.create<arith::AddFOp>(loc, rem, y).getResult()
+                      : b.create<arith::AddIOp>(loc, rem, y).getResult();
+  return b.create<arith::SelectOp>(loc, adjust, shifted, rem);
+}
+
 /// Builds `T` for float operands and `I` for integer ones.
 template <typename F, typename I>
 Value floatOrInt(OpBuilder &b, Location loc, ValueRange args) {
@@ -158,6 +217,10 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       })
       .Case([&](CosOp) { return b.create<math::CosOp>(loc, x); })
       .Case([&](SinOp) { return b.create<math::SinOp>(loc, x); })
+      .Case([&](FloorOp) { return b.create<math::FloorOp>(loc, x); })
+      .Case([&](CeilOp) { return b.create<math::CeilOp>(loc, x); })
+      .Case([&](RoundOp) { return b.create<math::RoundEvenOp>(loc, x); })
+      .Case([&](SignOp) { return emitSign(b, loc, x); })
       .Case([&](NotOp) {
         return b.create<arith::XOrIOp>(loc, x, b.create<arith::ConstantOp>(
                                                    loc, b.getBoolAttr(true)));
@@ -171,27 +234,16 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](DivOp div) -> Value {
         if (isa<FloatType>(type))
           return b.create<arith::DivFOp>(loc, args);
-        // Integer division by zero, and of the most negative value by -1,
-        // would kill the process (SIGFPE).
-        Value nonZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
-                                                args[1], scalarConstant(b, loc, type, 0));
-        lowering::check(b, loc, div, nonZero, "integer division by zero");
-        unsigned width = type.getIntOrFloatBitWidth();
-        Value mostNegative = b.create<arith::ConstantOp>(
-            loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
-        Value overflows = b.create<arith::AndIOp>(
-            loc,
-            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, args[0],
-                                    mostNegative),
-            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, args[1],
-                                    scalarConstant(b, loc, type, -1)));
-        Value fits = b.create<arith::XOrIOp>(
-            loc, overflows, b.create<arith::ConstantOp>(loc, b.getBoolAttr(true)));
-        lowering::check(b, loc, div, fits,
-                        "integer division overflows (the most negative value "
-                        "divided by -1)");
+        checkIntegerDivisor(b, loc, div, args[0], args[1]);
         return b.create<arith::DivSIOp>(loc, args);
       })
+      .Case([&](RemOp rem) -> Value {
+        if (isa<FloatType>(type))
+          return b.create<arith::RemFOp>(loc, args);
+        checkIntegerDivisor(b, loc, rem, args[0], args[1]);
+        return b.create<arith::RemSIOp>(loc, args);
+      })
+      .Case([&](ModOp mod) { return emitMod(b, loc, mod, args[0], args[1]); })
       .Case([&](PowOp) { return floatOrInt<math::PowFOp, math::IPowIOp>(b, loc, args); })
       .Case([&](MaxOp) { return floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(b, loc, args); })
       .Case([&](MinOp) { return floatOrInt<arith::MinimumFOp, arith::MinSIOp>(b, loc, args); })
@@ -229,6 +281,9 @@ static ArrayRef<StringRef> elementwiseOpNames() {
       SigmoidOp::getOperationName(), SiluOp::getOperationName(),
       CosOp::getOperationName(),     SinOp::getOperationName(),
       NotOp::getOperationName(),     GeluOp::getOperationName(),
+      FloorOp::getOperationName(),   CeilOp::getOperationName(),
+      RoundOp::getOperationName(),   SignOp::getOperationName(),
+      ModOp::getOperationName(),     RemOp::getOperationName(),
       AddOp::getOperationName(),     SubOp::getOperationName(),
       MulOp::getOperationName(),     DivOp::getOperationName(),
       PowOp::getOperationName(),     MaxOp::getOperationName(),

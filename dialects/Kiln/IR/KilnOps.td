@@ -30,6 +30,12 @@ def Kiln_SiluOp : Kiln_UnaryOp<"silu", "x * sigmoid(x)", Kiln_FloatTensor>;
 def Kiln_CosOp : Kiln_UnaryOp<"cos", "cos(x)", Kiln_FloatTensor>;
 def Kiln_SinOp : Kiln_UnaryOp<"sin", "sin(x)", Kiln_FloatTensor>;
 def Kiln_NotOp : Kiln_UnaryOp<"not", "!x", Kiln_BoolTensor>;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "floor(x)", Kiln_FloatTensor>;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "ceil(x)", Kiln_FloatTensor>;
+// Halfway cases go to the even neighbour, as ONNX Round and NumPy round.
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "x rounded to the nearest integer, halves to even", Kiln_FloatTensor>;
+// NaN stays NaN and a zero keeps its sign.
+def Kiln_SignOp : Kiln_UnaryOp<"sign", "x > 0 ? 1 : x < 0 ? -1 : x", Kiln_NumericTensor>;
 
 def Kiln_GeluOp : Kiln_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
   let summary = "elementwise GELU, exact or tanh-approximated";
@@ -60,6 +66,10 @@ def Kiln_SubOp : Kiln_ArithmeticOp<"sub", "x - y", Kiln_NumericTensor>;
 def Kiln_MulOp : Kiln_ArithmeticOp<"mul", "x * y", Kiln_NumericTensor, [Commutative]>;
 def Kiln_DivOp : Kiln_ArithmeticOp<"div", "x / y", Kiln_NumericTensor>;
 def Kiln_PowOp : Kiln_ArithmeticOp<"pow", "x ^ y", Kiln_NumericTensor>;
+// The two remainders of ONNX Mod: `mod` takes the divisor's sign (Python's
+// %, ONNX fmod=0), `rem` the dividend's (C's fmod and %, ONNX fmod=1).
+def Kiln_ModOp : Kiln_ArithmeticOp<"mod", "x - floor(x / y) * y", Kiln_NumericTensor>;
+def Kiln_RemOp : Kiln_ArithmeticOp<"rem", "x - trunc(x / y) * y", Kiln_NumericTensor>;
 def Kiln_MaxOp : Kiln_ArithmeticOp<"max", "max(x, y)", Kiln_NumericTensor, [Commutative]>;
 def Kiln_MinOp : Kiln_ArithmeticOp<"min", "min(x, y)", Kiln_NumericTensor, [Commutative]>;
 def Kiln_AndOp : Kiln_LogicalOp<"and", "x && y">;

@@ -74,6 +74,7 @@ typedef enum kiln_dtype_e {
   KILN_DTYPE_I32 = 6,
   KILN_DTYPE_I8 = 7,
   KILN_DTYPE_BOOL = 8, /* one byte per element, 0 or 1 */
+  KILN_DTYPE_I16 = 9,
 } kiln_dtype_t;
 
 /* Bytes per element; 0 for KILN_DTYPE_INVALID or an unknown value. */

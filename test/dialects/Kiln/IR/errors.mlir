@@ -23,10 +23,10 @@ func.func @neg_bool(%x: tensor<4xi1>) -> tensor<4xi1> {
 // -----
 
 // Tests that integer widths outside the kiln element types are rejected.
-func.func @neg_i16(%x: tensor<4xi16>) -> tensor<4xi16> {
-  // expected-error @+1 {{'kiln.neg' op operand #0 must be ranked tensor of float or integer values, but got 'tensor<4xi16>'}}
-  %y = kiln.neg %x : tensor<4xi16>
-  return %y : tensor<4xi16>
+func.func @neg_i2(%x: tensor<4xi2>) -> tensor<4xi2> {
+  // expected-error @+1 {{'kiln.neg' op operand #0 must be ranked tensor of float or integer values, but got 'tensor<4xi2>'}}
+  %y = kiln.neg %x : tensor<4xi2>
+  return %y : tensor<4xi2>
 }
 
 // -----
