@@ -3,7 +3,14 @@ models, same inputs, same thread count, one process after the other in the
 same run. `--suite tiny` (the default) runs Kiln's own exports; `--suite hf`
 runs the Hugging Face exports of models/hf and PyTorch's
 nn.TransformerEncoder (d=256, 4 layers, exported into the work dir at run
-time by models/export.py) at batch 1 and 8, 128 tokens. Kiln runs five builds: every optimization, `--disable=fusion`,
+time by models/export.py) at batch 1 and 8, 128 tokens; `--suite scale`
+runs Llama at realistic sizes (models/export.py's llama_medium, 155M
+parameters, and llama_large, Llama-3.2-1B's shape; made at run time) for a
+prefill of 512 tokens and decode steps at batch 1, 8 and 32 after 512, and
+holds each step against the machine's ceilings measured in the same run
+(bench/roofline.cpp: read bandwidth and fp32 FMA peak): the bytes the step
+must move and the FLOPs it must do, and the fraction of the binding ceiling
+kiln and ONNX Runtime reach. The tiny and hf suites run five builds: every optimization, `--disable=fusion`,
 `--disable=fuse-gemm-epilogues`, `--disable=pack-weights` and
 `--disable=memory-plan`, so that the effects of the fusions, of the GEMM
 epilogues alone, of weight packing and of memory planning are measured in
@@ -18,8 +25,12 @@ artifact's arena and weights) and writes JSON for tracking.
 This is a benchmark, not a test: it checks no figure. CI runs it with --smoke
 (few runs, one shape per model) to keep it working.
 
-usage: bench/run.py [--kilnc PATH] [--kiln-run PATH] [--work-dir DIR] [--suite tiny|hf]
-                    [--threads N] [--runs N] [--rounds N] [--json FILE] [--smoke]
+The scale suite runs only the default build (each variant of a 5 GB model
+would compile for minutes), and reports kilnc's compile time and peak RSS.
+
+usage: bench/run.py [--kilnc PATH] [--kiln-run PATH] [--roofline PATH] [--work-dir DIR]
+                    [--suite tiny|hf|scale] [--models NAME...] [--threads N] [--runs N]
+                    [--rounds N] [--json FILE] [--smoke]
 """
 
 import argparse
@@ -27,13 +38,14 @@ import datetime
 import json
 import os
 import sys
+import time
 
 import harness
 
 ROOT = os.path.dirname(harness.HERE)
 MODEL_DIRS = [os.path.join(ROOT, "models", "exports"), os.path.join(ROOT, "models", "hf")]
 # Exports made at run time into the work dir (too large to check in).
-GENERATED_MODELS = {"torch_encoder"}
+GENERATED_MODELS = {"torch_encoder", "llama_medium", "llama_large"}
 
 # (model, batch, sequence, past, what it stands for)
 TINY_CASES = [
@@ -51,7 +63,11 @@ HF_MODELS = ["hf_distilbert_dynamo", "hf_distilbert_ts17", "hf_gemma_kv_ts17",
              "hf_qwen3_kv_ts17", "hf_roberta_dynamo", "hf_roberta_ts17", "torch_encoder"]
 HF_CASES = [(model, batch, 128, 0, "encode" if "_kv_" not in model else "prefill")
             for model in HF_MODELS for batch in (1, 8)]
-SUITES = {"tiny": TINY_CASES, "hf": HF_CASES}
+SCALE_MODELS = ["llama_medium", "llama_large"]
+SCALE_CASES = [case for model in SCALE_MODELS
+               for case in [(model, 1, 512, 0, "prefill"), (model, 1, 1, 512, "decode"),
+                            (model, 8, 1, 512, "decode"), (model, 32, 1, 512, "decode")]]
+SUITES = {"tiny": TINY_CASES, "hf": HF_CASES, "scale": SCALE_CASES}
 # The artifacts each case runs: every optimization on, every fusion off, the
 # GEMM epilogues off, weight packing off, and memory planning off.
 VARIANTS = {"fused": [], "unfused": ["--disable=fusion"],
@@ -65,13 +81,18 @@ RATIOS = [("fusion", "unfused", "fusion_speedup"),
           ("pack", "unpacked", "packing_speedup"),
           ("plan", "unplanned", "planning_speedup")]
 # The bounds every build declares, for the dims its model has; the decoders'
-# past and total lengths are bounded by the tiny exports' 256 positions.
+# past and total lengths are bounded by the tiny exports' 256 positions, and
+# at scale by what the cases need.
 DIM_BOUNDS = {"batch": "1:8", "sequence": "1:128", "past_sequence": "0:255",
               "total_sequence": "1:256"}
+SCALE_DIM_BOUNDS = {"batch": "1:32", "sequence": "1:512", "past_sequence": "0:1023",
+                    "total_sequence": "1:1024"}
 SMOKE_CASES = {"tiny": [("bert_tiny", 1, 8, 0, "encode"), ("gpt2_tiny", 1, 1, 7, "decode"),
                         ("llama_tiny", 1, 1, 7, "decode")],
                "hf": [("hf_qwen3_kv_ts17", 1, 8, 0, "prefill"),
-                      ("hf_roberta_dynamo", 1, 8, 0, "encode")]}
+                      ("hf_roberta_dynamo", 1, 8, 0, "encode")],
+               "scale": [("llama_medium", 1, 8, 0, "prefill"),
+                         ("llama_medium", 1, 1, 8, "decode")]}
 
 
 def model_path(model, work_dir):
@@ -89,42 +110,54 @@ def model_path(model, work_dir):
     raise FileNotFoundError(f"no export named {model} in {MODEL_DIRS}")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kilnc", default=os.path.join(ROOT, "build/bin/kilnc"))
-    parser.add_argument("--kiln-run", default=os.path.join(ROOT, "build/bin/kiln-run"))
-    parser.add_argument("--work-dir", default=os.path.join(ROOT, "build/bench"))
-    parser.add_argument("--suite", choices=sorted(SUITES), default="tiny",
-                        help="which models: Kiln's tiny exports, or the Hugging Face "
-                        "exports and PyTorch's encoder")
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--runs", type=int, default=50,
-                        help="timed runs per process")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="processes per build and case, interleaved")
-    parser.add_argument("--json", help="where to write the results "
-                        "(default: WORK_DIR/results.json)")
-    parser.add_argument("--smoke", action="store_true",
-                        help="3 runs of one small shape per model")
-    args = parser.parse_args()
-    cases = SMOKE_CASES[args.suite] if args.smoke else SUITES[args.suite]
-    runs = 3 if args.smoke else args.runs
-    rounds = 1 if args.smoke else args.rounds
-    os.makedirs(args.work_dir, exist_ok=True)
-
-    artifacts = {}
-    paths = {}
-    for model in sorted({case[0] for case in cases}):
+def compile_artifacts(args, models, variants, dim_bounds):
+    """Compiles every model in every variant; returns the artifacts by
+    (model, variant), the ONNX paths by model, and kilnc's seconds and peak
+    RSS for each model's default build."""
+    artifacts, paths, compiles = {}, {}, {}
+    for model in models:
         paths[model] = model_path(model, args.work_dir)
         dims = harness.symbolic_dims(paths[model])
-        bounds = [f"--dim={name}={bound}" for name, bound in DIM_BOUNDS.items()
+        bounds = [f"--dim={name}={bound}" for name, bound in dim_bounds.items()
                   if name in dims]
-        for variant, options in VARIANTS.items():
+        for variant, options in variants.items():
             artifact = os.path.join(args.work_dir, f"{model}.{variant}.kiln")
+            usage = {}
+            start = time.monotonic()
             harness.run_command([args.kilnc, paths[model], "-o", artifact, *bounds,
-                                 *options])
+                                 *options], usage)
+            if variant == "fused":
+                compiles[model] = {"seconds": time.monotonic() - start,
+                                   "max_rss_mb": usage["max_rss_mb"]}
             artifacts[model, variant] = artifact
+    return artifacts, paths, compiles
 
+
+def measure_case(args, case, artifacts, paths, variants, runs, rounds):
+    """Each build and ONNX Runtime, `rounds` times in turn; the lowest median
+    of each."""
+    model, batch, sequence, past, _ = case
+    case_dir = os.path.join(args.work_dir, f"{model}_{batch}_{sequence}_{past}")
+    os.makedirs(case_dir, exist_ok=True)
+    inputs = harness.make_inputs(paths[model], batch, sequence, past)
+    flags = harness.save_inputs(inputs, case_dir)
+    measured = {name: [] for name in [*variants, "ort"]}
+    for _ in range(rounds):
+        for variant in variants:
+            measured[variant].append(harness.run_kiln(
+                args.kiln_run, artifacts[model, variant], flags,
+                threads=args.threads, benchmark=runs))
+        measured["ort"].append(harness.run_ort(
+            paths[model], flags, threads=args.threads, benchmark=runs))
+    return {name: min(stats, key=lambda s: s["median_ms"])
+            for name, stats in measured.items()}
+
+
+def optimization_table(args, cases, runs, rounds):
+    """The tiny and hf suites: five builds per model, and what each
+    optimization gains."""
+    artifacts, paths, _ = compile_artifacts(
+        args, sorted({case[0] for case in cases}), VARIANTS, DIM_BOUNDS)
     results = []
     header = (f"{'model':<20} {'case':<8} {'shape (b, s, past)':<19} "
               f"{'kiln ms':>8} "
@@ -132,26 +165,11 @@ def main():
                         for heading, variant, _ in RATIOS)
               + f"{'ORT ms':>8} {'ORT/kiln':>8} {'kiln MB':>8} "
               f"{'unpl. MB':>8} {'arena MB':>8} {'wts MB':>7} {'ORT MB':>7}")
-    print(f"threads: {args.threads}, runs: {runs} per process, "
-          f"rounds: {rounds} (lowest median of each)")
     print(header)
     print("-" * len(header))
-    for model, batch, sequence, past, kind in cases:
-        onnx_path = paths[model]
-        case_dir = os.path.join(args.work_dir, f"{model}_{batch}_{sequence}_{past}")
-        os.makedirs(case_dir, exist_ok=True)
-        inputs = harness.make_inputs(onnx_path, batch, sequence, past)
-        flags = harness.save_inputs(inputs, case_dir)
-        measured = {name: [] for name in [*VARIANTS, "ort"]}
-        for _ in range(rounds):
-            for variant in VARIANTS:
-                measured[variant].append(harness.run_kiln(
-                    args.kiln_run, artifacts[model, variant], flags,
-                    threads=args.threads, benchmark=runs))
-            measured["ort"].append(harness.run_ort(
-                onnx_path, flags, threads=args.threads, benchmark=runs))
-        best = {name: min(stats, key=lambda s: s["median_ms"])
-                for name, stats in measured.items()}
+    for case in cases:
+        model, batch, sequence, past, kind = case
+        best = measure_case(args, case, artifacts, paths, VARIANTS, runs, rounds)
         kiln = {variant: best[variant] for variant in VARIANTS}
         ort = best["ort"]
         fused = kiln["fused"]
@@ -182,9 +200,120 @@ def main():
           "the process (kiln-run, or Node.js running ORT), which includes the "
           "arena and the weights pages touched; arena and wts = the artifact's "
           "arena and weights section.")
+    return {"results": results}
+
+
+def step_cost(architecture, batch, sequence, past):
+    """What one step of a Llama decoder must move (bytes) and do (FLOPs), in
+    fp32: every weight read once (the embedding only at the rows it gathers,
+    unless the LM head reads it whole), the past keys and values read and
+    the presents written (the optimum interface returns whole presents),
+    and the logits written; 2 FLOPs per multiply-add of the projections and
+    of attention over the keys each query sees (causal)."""
+    a = architecture
+    hidden, layers, head_dim = a["hidden_size"], a["num_layers"], a["head_dim"]
+    heads, kv_heads, vocab = a["num_heads"], a["num_kv_heads"], a["vocab_size"]
+    projections = (hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+                   + heads * head_dim * hidden + 3 * hidden * a["intermediate_size"])
+    matmul_weights = layers * projections + hidden * vocab
+    norms = (2 * layers + 1) * hidden
+    tokens = batch * sequence
+    embedding_rows = 0 if a["tied_embeddings"] else tokens * hidden
+    kv_entry = 2 * layers * batch * kv_heads * head_dim
+    floats = (matmul_weights + norms + embedding_rows + kv_entry * past
+              + kv_entry * (past + sequence) + tokens * vocab)
+    keys_seen = sequence * past + sequence * (sequence + 1) // 2
+    flops = 2 * tokens * matmul_weights + 4 * layers * batch * heads * head_dim * keys_seen
+    return 4 * floats, flops
+
+
+def roofline_table(args, cases, runs, rounds):
+    """The scale suite: the default build against ONNX Runtime, each step
+    held against the ceilings measured in the same run."""
+    models = [m for m in dict.fromkeys(case[0] for case in cases)]
+    artifacts, paths, compiles = compile_artifacts(
+        args, models, {"fused": []}, SCALE_DIM_BOUNDS)
+    roofline = json.loads(harness.run_command(
+        [args.roofline, "--threads", str(args.threads)]).strip().splitlines()[-1])
+    bandwidth = roofline["read_gb_per_s"] * 1e9
+    peak = roofline["fma_gflop_per_s"] * 1e9
+    print(f"ceilings ({roofline['isa']}, {args.threads} threads): read "
+          f"{roofline['read_gb_per_s']:.1f} GB/s, fp32 FMA "
+          f"{roofline['fma_gflop_per_s']:.1f} GFLOP/s")
+    for model in models:
+        memory = harness.artifact_memory(artifacts[model, "fused"])
+        print(f"{model}: kilnc {compiles[model]['seconds']:.1f} s, peak RSS "
+              f"{compiles[model]['max_rss_mb']:.0f} MB for "
+              f"{memory['weights_bytes'] / 1e6:.0f} MB of weights "
+              f"({compiles[model]['max_rss_mb'] * 2**20 / memory['weights_bytes']:.2f}x)")
+    header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'MB/step':>8} "
+              f"{'GFLOP':>7} {'bound':>5} {'floor ms':>9} {'kiln ms':>9} {'kiln %':>6} "
+              f"{'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} {'kiln MB':>8} {'ORT MB':>7}")
+    print(header)
+    print("-" * len(header))
+    results = []
+    for case in cases:
+        model, batch, sequence, past, kind = case
+        with open(os.path.join(args.work_dir, model + ".json")) as f:
+            architecture = json.load(f)
+        moved, flops = step_cost(architecture, batch, sequence, past)
+        memory_ms, compute_ms = 1e3 * moved / bandwidth, 1e3 * flops / peak
+        floor_ms = max(memory_ms, compute_ms)
+        bound = "mem" if memory_ms >= compute_ms else "fma"
+        best = measure_case(args, case, artifacts, paths, {"fused": []}, runs, rounds)
+        kiln, ort = best["fused"], best["ort"]
+        shape = f"({batch}, {sequence}, {past})"
+        print(f"{model:<14} {kind:<8} {shape:<19} {moved / 1e6:>8.1f} {flops / 1e9:>7.2f} "
+              f"{bound:>5} {floor_ms:>9.3f} {kiln['median_ms']:>9.3f} "
+              f"{100 * floor_ms / kiln['median_ms']:>5.0f}% {ort['median_ms']:>9.3f} "
+              f"{100 * floor_ms / ort['median_ms']:>5.0f}% "
+              f"{ort['median_ms'] / kiln['median_ms']:>8.2f} {kiln['max_rss_mb']:>8.0f} "
+              f"{ort['max_rss_mb']:>7.0f}")
+        results.append({"model": model, "case": kind, "batch": batch, "sequence": sequence,
+                        "past": past, "bytes": moved, "flops": flops, "bound": bound,
+                        "floor_ms": floor_ms, "kiln": kiln, "onnxruntime": ort,
+                        "ort_over_kiln": ort["median_ms"] / kiln["median_ms"]})
+    print("MB/step and GFLOP = what the step must move and do (bench/run.py step_cost); "
+          "floor = the slower of the two at the measured ceilings; kiln % and ORT % = "
+          "floor / time, the fraction of the binding ceiling reached; MB = peak RSS.")
+    return {"roofline": roofline, "compiles": compiles, "results": results}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kilnc", default=os.path.join(ROOT, "build/bin/kilnc"))
+    parser.add_argument("--kiln-run", default=os.path.join(ROOT, "build/bin/kiln-run"))
+    parser.add_argument("--roofline", default=os.path.join(ROOT, "build/bin/kiln-roofline"))
+    parser.add_argument("--work-dir", default=os.path.join(ROOT, "build/bench"))
+    parser.add_argument("--suite", choices=sorted(SUITES), default="tiny",
+                        help="which models: Kiln's tiny exports, the Hugging Face "
+                        "exports and PyTorch's encoder, or Llama at realistic sizes")
+    parser.add_argument("--models", nargs="+",
+                        help="only the cases of these models (say, llama_medium)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--runs", type=int, default=50,
+                        help="timed runs per process")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="processes per build and case, interleaved")
+    parser.add_argument("--json", help="where to write the results "
+                        "(default: WORK_DIR/results.json)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="3 runs of one small shape per model")
+    args = parser.parse_args()
+    cases = SMOKE_CASES[args.suite] if args.smoke else SUITES[args.suite]
+    if args.models:
+        cases = [case for case in cases if case[0] in args.models]
+        if not cases:
+            parser.error(f"no {args.suite} case runs {' '.join(args.models)}")
+    runs = 3 if args.smoke else args.runs
+    rounds = 1 if args.smoke else args.rounds
+    os.makedirs(args.work_dir, exist_ok=True)
+    print(f"threads: {args.threads}, runs: {runs} per process, "
+          f"rounds: {rounds} (lowest median of each)")
+    table = roofline_table if args.suite == "scale" else optimization_table
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-              "threads": args.threads, "runs": runs, "rounds": rounds,
-              "results": results}
+              "suite": args.suite, "threads": args.threads, "runs": runs,
+              "rounds": rounds, **table(args, cases, runs, rounds)}
     path = args.json or os.path.join(args.work_dir, "results.json")
     with open(path, "w") as f:
         json.dump(report, f, indent=2)

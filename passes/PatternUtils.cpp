@@ -66,6 +66,13 @@ static std::optional<ShapeElement> scalarElement(Value scalar) {
   if (auto dim = scalar.getDefiningOp<DimOp>())
     return ShapeElement{std::nullopt, dim.getInput(),
                         static_cast<int64_t>(dim.getIndex())};
+  // The element count of a static shape (the rank, for a shape_of).
+  if (auto size = scalar.getDefiningOp<SizeOp>()) {
+    auto type = cast<RankedTensorType>(size.getInput().getType());
+    if (!type.hasStaticShape())
+      return std::nullopt;
+    return ShapeElement{type.getNumElements(), nullptr, 0};
+  }
   auto constant = scalar.getDefiningOp<ConstantOp>();
   auto dense = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
                         : nullptr;
@@ -139,6 +146,48 @@ std::optional<SmallVector<ShapeElement>> shapeElements(Value shape) {
     int64_t begin = clampIndex(*start), stop = clampIndex(*end);
     return SmallVector<ShapeElement>(input->begin() + begin,
                                      input->begin() + std::max(begin, stop));
+  }
+  // Entry-wise arithmetic on constant entries (the expanded
+  // LayerNormalization's rank - axis, or -axis); other entries become
+  // unknown.
+  if (auto neg = dyn_cast<NegOp>(op)) {
+    std::optional<SmallVector<ShapeElement>> x = shapeElements(neg.getInput());
+    if (!x)
+      return std::nullopt;
+    for (ShapeElement &element : *x)
+      element = element.constant ? ShapeElement{-*element.constant, nullptr, 0}
+                                 : ShapeElement{};
+    return x;
+  }
+  if (isa<AddOp, SubOp, MulOp>(op) && !type.isDynamicDim(0)) {
+    auto entries = [](Value operand) -> std::optional<SmallVector<ShapeElement>> {
+      if (rankOf(operand) == 0) {
+        if (std::optional<ShapeElement> scalar = scalarElement(operand))
+          return SmallVector<ShapeElement>{*scalar};
+        return SmallVector<ShapeElement>{ShapeElement{}};
+      }
+      return shapeElements(operand);
+    };
+    std::optional<SmallVector<ShapeElement>> x = entries(op->getOperand(0)),
+                                             y = entries(op->getOperand(1));
+    int64_t length = type.getDimSize(0);
+    if (!x || !y || (x->size() != 1 && static_cast<int64_t>(x->size()) != length) ||
+        (y->size() != 1 && static_cast<int64_t>(y->size()) != length))
+      return std::nullopt;
+    SmallVector<ShapeElement> elements;
+    for (int64_t i = 0; i < length; ++i) {
+      const ShapeElement &a = (*x)[x->size() == 1 ? 0 : i];
+      const ShapeElement &b = (*y)[y->size() == 1 ? 0 : i];
+      if (!a.constant || !b.constant) {
+        elements.push_back(ShapeElement{});
+        continue;
+      }
+      int64_t value = isa<AddOp>(op)   ? *a.constant + *b.constant
+                      : isa<SubOp>(op) ? *a.constant - *b.constant
+                                       : *a.constant * *b.constant;
+      elements.push_back(ShapeElement{value, nullptr, 0});
+    }
+    return elements;
   }
   if (auto concat = dyn_cast<ConcatOp>(op)) {
     SmallVector<ShapeElement> elements;

@@ -8,6 +8,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Dialect/Traits.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -91,7 +92,8 @@ SmallVector<int64_t> reshapeShape(ArrayRef<int64_t> input,
     int64_t known = 1;
     for (auto [i, size] : llvm::enumerate(shape))
       if (i != *inferred)
-        known = ShapedType::isDynamic(size) || known == 0 ? 0 : known * size;
+        if (ShapedType::isDynamic(size) || known == 0 || llvm::MulOverflow(known, size, known))
+          known = 0;
     int64_t count = ShapedType::getNumElements(input);
     if (known > 0 && count % known == 0)
       shape[*inferred] = count / known;
@@ -161,17 +163,16 @@ std::optional<int64_t> inferredEntry(ReshapeOp reshape) {
       named[*copied] = true;
       continue;
     }
-    if (!element.constant || *element.constant <= 0)
+    if (!element.constant || *element.constant <= 0 ||
+        llvm::MulOverflow(known, *element.constant, known))
       return std::nullopt;
-    known *= *element.constant;
   }
   int64_t count = 1;
   for (auto [size, isNamed] : llvm::zip(inputShape, named)) {
     if (isNamed)
       continue;
-    if (ShapedType::isDynamic(size))
+    if (ShapedType::isDynamic(size) || llvm::MulOverflow(count, size, count))
       return std::nullopt;
-    count *= size;
   }
   if (inferred != 1 || known == 0 || count % known != 0)
     return std::nullopt;

@@ -4,6 +4,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "mlir/Dialect/Traits.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -100,6 +101,17 @@ void ImportContext::setOutput(const onnx::NodeProto &node, int index,
     values_[node.output(index)] = value;
 }
 
+bool staticElementsFit(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (ShapedType::isDynamic(dim))
+      continue;
+    if (dim < 0 || llvm::MulOverflow(count, dim, count) || count > kMaxStaticElements)
+      return false;
+  }
+  return true;
+}
+
 FailureOr<RankedTensorType>
 ImportContext::convertType(const onnx::TypeProto &type, Location loc,
                            StringRef what) {
@@ -119,6 +131,8 @@ ImportContext::convertType(const onnx::TypeProto &type, Location loc,
     shape.push_back(dim.has_dim_value() && dim.dim_value() >= 0
                         ? dim.dim_value()
                         : ShapedType::kDynamic);
+  if (!staticElementsFit(shape))
+    return emitError(loc) << what << " has dims of more than 2^48 elements";
   return RankedTensorType::get(shape, element);
 }
 
@@ -126,15 +140,24 @@ RankedTensorType ImportContext::resultType(const onnx::NodeProto &node,
                                            int index, Type elementType,
                                            ArrayRef<int64_t> shape) {
   SmallVector<int64_t> refined(shape);
+  // A node may name fewer outputs than its op has (TopK's indices, say);
+  // the unnamed ones have no declared type.
+  if (index >= node.output_size())
+    return RankedTensorType::get(refined, elementType);
   auto it = valueInfo_.find(node.output(index));
   if (it != valueInfo_.end() && it->second.has_tensor_type() &&
       it->second.tensor_type().has_shape()) {
     const auto &dims = it->second.tensor_type().shape().dim();
+    SmallVector<int64_t> declared(refined);
     if (dims.size() == static_cast<int>(refined.size()))
-      for (auto [i, dim] : llvm::enumerate(refined))
+      for (auto [i, dim] : llvm::enumerate(declared))
         if (ShapedType::isDynamic(dim) && dims[i].has_dim_value() &&
             dims[i].dim_value() >= 0)
           dim = dims[i].dim_value();
+    // Declared dims past the bound are ignored; the computed ones are
+    // checked when the node is done.
+    if (staticElementsFit(declared))
+      refined = declared;
   }
   return RankedTensorType::get(refined, elementType);
 }
@@ -210,6 +233,15 @@ ImportContext::intsAttr(const onnx::NodeProto &node, StringRef name) {
                        << attrTypeName(*attr);
   return std::optional<SmallVector<int64_t>>(
       SmallVector<int64_t>(attr->ints().begin(), attr->ints().end()));
+}
+
+FailureOr<int64_t> ImportContext::staticLength(const onnx::NodeProto &node,
+                                              Value list, StringRef what) {
+  auto type = cast<RankedTensorType>(list.getType());
+  if (type.getRank() != 1 || type.isDynamicDim(0))
+    return error(node) << what << " must be a 1-D tensor of known length, got "
+                       << type;
+  return type.getDimSize(0);
 }
 
 bool ImportContext::isConstantInput(const onnx::NodeProto &node, int index) {

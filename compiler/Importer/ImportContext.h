@@ -117,6 +117,10 @@ public:
   intsAttrOrConstantInput(const onnx::NodeProto &node, int index,
                           llvm::StringRef name, int64_t inputSince,
                           llvm::StringRef why);
+  /// The length of `list`, which must be a 1-D tensor of static length (a
+  /// shape, or a list of starts); an error naming `what` otherwise.
+  mlir::FailureOr<int64_t> staticLength(const onnx::NodeProto &node,
+                                        mlir::Value list, llvm::StringRef what);
   /// True when input `index` is present and produced by a kiln.constant.
   bool isConstantInput(const onnx::NodeProto &node, int index);
 
@@ -141,6 +145,16 @@ private:
   llvm::StringSet<> usedValues_;
   llvm::StringMap<onnx::TypeProto> valueInfo_;
 };
+
+/// The most elements a tensor with a static shape may have at import
+/// (2^48: 1 PiB of f32). Within it, the sums and products of a node's static
+/// sizes cannot overflow int64; past it, a model's dims are a mistake (or a
+/// fuzzer's), and are refused by name.
+constexpr int64_t kMaxStaticElements = int64_t(1) << 48;
+
+/// Whether the static dims of `shape` hold at most kMaxStaticElements
+/// elements (dynamic dims count as 1).
+bool staticElementsFit(llvm::ArrayRef<int64_t> shape);
 
 /// Imports one ONNX node; binds its outputs through ctx.setOutput.
 using OpImporter = mlir::LogicalResult (*)(ImportContext &ctx,

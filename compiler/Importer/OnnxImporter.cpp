@@ -285,8 +285,14 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
     if (failed(importer(ctx, node)))
       return failure();
     for (Operation &op : llvm::make_early_inc_range(llvm::make_range(
-             last ? std::next(last->getIterator()) : entry->begin(), entry->end())))
+             last ? std::next(last->getIterator()) : entry->begin(), entry->end()))) {
       refineResultTypes(&op);
+      for (Type type : op.getResultTypes())
+        if (auto shaped = dyn_cast<ShapedType>(type);
+            shaped && shaped.hasRank() && !staticElementsFit(shaped.getShape()))
+          return ctx.error(node) << "a result of " << type
+                                 << " has more than 2^48 elements";
+    }
     for (int i = 0; i < node.output_size(); ++i)
       if (ctx.isOutputUsed(node, i) && !ctx.lookup(node.output(i)))
         return ctx.error(node) << "output '" << node.output(i)

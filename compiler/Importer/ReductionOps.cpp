@@ -1,4 +1,4 @@
-//===- ReductionOps.cpp - Reductions and CumSum ---------------------------===//
+//===- ReductionOps.cpp - Reductions, ArgMax/ArgMin, TopK and CumSum ------===//
 //
 // ReduceSum takes its axes as an input from opset 13, the other reductions
 // from opset 18 (an attribute before); both normalize to kiln's sorted axes
@@ -83,6 +83,73 @@ LogicalResult importCumSum(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// ArgMax and ArgMin: one axis (negative from opset 11), keepdims, and from
+/// opset 12 select_last_index.
+template <typename OpTy>
+LogicalResult importArgReduce(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto axisAttr = ctx.intAttr(node, "axis", 0);
+  auto keepDims = ctx.intAttr(node, "keepdims", 1);
+  auto selectLast = ctx.intAttr(node, "select_last_index", 0);
+  if (failed(x) || failed(axisAttr) || failed(keepDims) || failed(selectLast))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  if (*keepDims)
+    shape[*axis] = 1;
+  else
+    shape.erase(shape.begin() + *axis);
+  OpBuilder &b = ctx.builder();
+  auto resultType = ctx.resultType(node, 0, b.getI64Type(), shape);
+  ctx.setOutput(node, 0,
+                b.create<OpTy>(ctx.loc(node), resultType, *x,
+                               b.getI64IntegerAttr(*axis), b.getBoolAttr(*keepDims),
+                               *selectLast ? b.getUnitAttr() : UnitAttr()));
+  return success();
+}
+
+/// TopK from opset 10, where k became an input; it may be computed, which
+/// leaves the axis of the results dynamic.
+LogicalResult importTopK(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = ctx.requiredInputs(node, 2);
+  auto axisAttr = ctx.intAttr(node, "axis", -1);
+  auto largest = ctx.intAttr(node, "largest", 1);
+  if (failed(operands) || failed(axisAttr) || failed(largest))
+    return failure();
+  Value x = (*operands)[0], k = (*operands)[1];
+  auto type = cast<RankedTensorType>(x.getType());
+  auto kType = cast<RankedTensorType>(k.getType());
+  if (!kType.getElementType().isInteger(64) || kType.getNumElements() != 1)
+    return ctx.error(node) << "k must be a one-element int64 tensor, got " << kType;
+  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  shape[*axis] = ShapedType::kDynamic;
+  if (ctx.isConstantInput(node, 1)) {
+    auto values = ctx.constantInts(node, 1, "k", "read only when constant");
+    if (failed(values))
+      return failure();
+    int64_t size = type.getDimSize(*axis);
+    if (values->front() < 0 || (!ShapedType::isDynamic(size) && values->front() > size))
+      return ctx.error(node) << "k = " << values->front()
+                             << " is negative or exceeds the axis size " << size;
+    shape[*axis] = values->front();
+  }
+  OpBuilder &b = ctx.builder();
+  auto valuesType = ctx.resultType(node, 0, type.getElementType(), shape);
+  auto indicesType = ctx.resultType(node, 1, b.getI64Type(), valuesType.getShape());
+  auto topK = b.create<TopKOp>(ctx.loc(node), valuesType, indicesType, x, k,
+                               b.getI64IntegerAttr(*axis),
+                               *largest ? b.getUnitAttr() : UnitAttr());
+  ctx.setOutput(node, 0, topK.getValues());
+  ctx.setOutput(node, 1, topK.getIndices());
+  return success();
+}
+
 } // namespace
 
 void registerReductionImporters(OpImporterRegistry &registry) {
@@ -90,6 +157,9 @@ void registerReductionImporters(OpImporterRegistry &registry) {
   registry.add("ReduceMean", importReduce<ReduceMeanOp, 18>, 1);
   registry.add("ReduceMax", importReduce<ReduceMaxOp, 18>, 1);
   registry.add("CumSum", importCumSum, 11);
+  registry.add("ArgMax", importArgReduce<ArgMaxOp>, 1);
+  registry.add("ArgMin", importArgReduce<ArgMinOp>, 1);
+  registry.add("TopK", importTopK, 10);
 }
 
 } // namespace kiln

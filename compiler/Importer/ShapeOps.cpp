@@ -1,11 +1,13 @@
 //===- ShapeOps.cpp - Data movement ONNX ops ------------------------------===//
 //
 // Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Concat, Split, Slice,
-// Gather, GatherElements, GatherND, Expand and Tile.
+// Gather, GatherElements, GatherND, ScatterElements (and Scatter), ScatterND,
+// Pad, Expand and Tile.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 
@@ -21,22 +23,13 @@ SmallVector<int64_t> dynamicShape(int64_t rank) {
 }
 
 /// Length of a 1-D shape operand; fails when it is not known statically.
-FailureOr<int64_t> staticLength(ImportContext &ctx, const onnx::NodeProto &node,
-                                Value list, StringRef what) {
-  auto type = tensorType(list);
-  if (type.getRank() != 1 || type.isDynamicDim(0))
-    return ctx.error(node) << what << " must be a 1-D tensor of known length, got "
-                           << type;
-  return type.getDimSize(0);
-}
-
 LogicalResult importReshape(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   auto shape = ctx.requiredInput(node, 1);
   auto allowZero = ctx.intAttr(node, "allowzero", 0);
   if (failed(x) || failed(shape) || failed(allowZero))
     return failure();
-  auto rank = staticLength(ctx, node, *shape, "shape");
+  auto rank = ctx.staticLength(node, *shape, "shape");
   if (failed(rank))
     return failure();
   // allowzero matters only where an entry may be 0: a constant shape
@@ -290,7 +283,7 @@ LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
   if (failed(x) || failed(starts) || failed(ends))
     return failure();
   auto type = tensorType(*x);
-  auto count = staticLength(ctx, node, *starts, "starts");
+  auto count = ctx.staticLength(node, *starts, "starts");
   if (failed(count))
     return failure();
   SmallVector<int64_t> axes;
@@ -424,7 +417,7 @@ LogicalResult importShapeDriven(ImportContext &ctx, const onnx::NodeProto &node)
   auto operands = ctx.requiredInputs(node, 2);
   if (failed(operands))
     return failure();
-  auto length = staticLength(ctx, node, (*operands)[1], "the shape input");
+  auto length = ctx.staticLength(node, (*operands)[1], "the shape input");
   if (failed(length))
     return failure();
   auto type = tensorType((*operands)[0]);
@@ -433,6 +426,170 @@ LogicalResult importShapeDriven(ImportContext &ctx, const onnx::NodeProto &node)
   auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(rank));
   ctx.setOutput(node, 0,
                 ctx.builder().create<OpTy>(ctx.loc(node), resultType, *operands));
+  return success();
+}
+
+/// Scatter's `reduction` (opset 16; max and min from 18).
+FailureOr<ScatterReduction> scatterReduction(ImportContext &ctx,
+                                             const onnx::NodeProto &node) {
+  auto name = ctx.stringAttr(node, "reduction", "none");
+  if (failed(name))
+    return failure();
+  if (auto reduction = symbolizeScatterReduction(*name))
+    return *reduction;
+  return ctx.error(node) << "unknown reduction \"" << *name
+                         << "\" (none, add, mul, max or min)";
+}
+
+/// ScatterElements, and Scatter (opsets 9-10), which is ScatterElements
+/// without a reduction.
+LogicalResult importScatterElements(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = gatherOperands(ctx, node);
+  auto updates = ctx.requiredInput(node, 2);
+  auto reduction = scatterReduction(ctx, node);
+  if (failed(operands) || failed(updates) || failed(reduction))
+    return failure();
+  auto [data, indices, axis] = *operands;
+  auto type = tensorType(data);
+  if (tensorType(indices).getRank() != type.getRank())
+    return ctx.error(node) << "indices of rank " << tensorType(indices).getRank()
+                           << " for data of rank " << type.getRank()
+                           << " (they must be equal)";
+  OpBuilder &b = ctx.builder();
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), type.getShape());
+  ctx.setOutput(node, 0,
+                b.create<ScatterElementsOp>(ctx.loc(node), resultType, data, indices,
+                                            *updates, axis, *reduction));
+  return success();
+}
+
+LogicalResult importScatterND(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = ctx.requiredInputs(node, 3);
+  auto reduction = scatterReduction(ctx, node);
+  if (failed(operands) || failed(reduction))
+    return failure();
+  Value data = (*operands)[0];
+  auto indicesType = tensorType((*operands)[1]);
+  if (indicesType.getRank() < 1 || indicesType.isDynamicDim(indicesType.getRank() - 1))
+    return ctx.error(node) << "the last dimension of the indices (the length of "
+                              "each index tuple) must be static: it decides the "
+                              "updates' rank, got "
+                           << indicesType;
+  auto type = tensorType(data);
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), type.getShape());
+  ctx.setOutput(node, 0,
+                ctx.builder().create<ScatterNdOp>(ctx.loc(node), resultType, data,
+                                                  (*operands)[1], (*operands)[2],
+                                                  *reduction));
+  return success();
+}
+
+/// Pad. Before opset 11 the pads and the value are attributes; from 11 they
+/// are inputs, and the pads may be computed. From opset 18 an axes input
+/// names the padded axes, which must be constant: kiln.pad takes pads for
+/// every axis, gathered from the given ones and a zero.
+LogicalResult importPad(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto modeName = ctx.stringAttr(node, "mode", "constant");
+  if (failed(x) || failed(modeName))
+    return failure();
+  auto mode = symbolizePadMode(*modeName);
+  if (!mode)
+    return ctx.error(node) << "unknown mode \"" << *modeName
+                           << "\" (constant, reflect, edge or wrap)";
+  auto type = tensorType(*x);
+  int64_t rank = type.getRank();
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  Value pads, value;
+  std::optional<SmallVector<int64_t>> constantPads;
+  if (ctx.opset() < 11) {
+    auto attr = ctx.intsAttr(node, "pads");
+    auto fill = ctx.floatAttr(node, "value", 0.0f);
+    if (failed(attr) || failed(fill))
+      return failure();
+    if (!*attr)
+      return ctx.error(node) << "needs the attribute 'pads'";
+    constantPads = **attr;
+    pads = ctx.i64List(loc, *constantPads);
+    if (*fill != 0.0f)
+      value = ctx.scalar(loc, type.getElementType(), *fill);
+  } else {
+    auto padsInput = ctx.requiredInput(node, 1);
+    if (failed(padsInput))
+      return failure();
+    pads = *padsInput;
+    if (ctx.isConstantInput(node, 1)) {
+      auto values = ctx.constantInts(node, 1, "pads", "read only when constant");
+      if (failed(values))
+        return failure();
+      constantPads = *values;
+    }
+    if ((value = ctx.input(node, 2))) {
+      auto valueType = tensorType(value);
+      if (valueType.getNumElements() != 1 || valueType.getRank() > 1)
+        return ctx.error(node) << "constant_value must be a scalar or one element, got "
+                               << valueType;
+      if (valueType.getRank() == 1)
+        value = b.create<SqueezeOp>(loc, valueType.clone(ArrayRef<int64_t>{}), value,
+                                    b.getDenseI64ArrayAttr({0}));
+    }
+  }
+  auto length = ctx.staticLength(node, pads, "pads");
+  if (failed(length))
+    return failure();
+  if (Value axesInput = ctx.input(node, 3)) {
+    auto axes = ctx.constantInts(node, 3, "axes", "they decide which dims are padded");
+    if (failed(axes))
+      return failure();
+    int64_t count = axes->size();
+    if (*length != 2 * count)
+      return ctx.error(node) << "pads has " << *length << " entries for " << count
+                             << " axes (it needs two per axis)";
+    // Entry `count * 2` of pads ++ [0] is the zero an unlisted axis takes.
+    SmallVector<int64_t> source(2 * rank, 2 * count);
+    for (auto [j, axis] : llvm::enumerate(*axes)) {
+      auto normalized = ctx.normalizeAxis(node, axis, rank);
+      if (failed(normalized))
+        return failure();
+      source[*normalized] = j;
+      source[rank + *normalized] = count + j;
+    }
+    auto withZeroType = RankedTensorType::get({2 * count + 1}, b.getI64Type());
+    Value withZero = b.create<ConcatOp>(loc, withZeroType,
+                                        ValueRange{pads, ctx.i64List(loc, {0})},
+                                        b.getI64IntegerAttr(0));
+    auto fullType = RankedTensorType::get({2 * rank}, b.getI64Type());
+    pads = b.create<GatherOp>(loc, fullType, withZero, ctx.i64List(loc, source),
+                              b.getI64IntegerAttr(0));
+    if (constantPads) {
+      SmallVector<int64_t> full;
+      constantPads->push_back(0);
+      for (int64_t i : source)
+        full.push_back((*constantPads)[i]);
+      constantPads = full;
+    }
+  } else if (*length != 2 * rank) {
+    return ctx.error(node) << "pads has " << *length << " entries for rank " << rank
+                           << " (it needs two per axis)";
+  }
+  if (value && *mode != PadMode::constant)
+    value = Value();
+  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+  if (constantPads)
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t size = type.getDimSize(d);
+      if (type.isDynamicDim(d))
+        continue;
+      if (llvm::AddOverflow(size, (*constantPads)[d], size) ||
+          llvm::AddOverflow(size, (*constantPads)[rank + d], size) || size < 0)
+        return ctx.error(node) << "pads " << (*constantPads)[d] << " and "
+                               << (*constantPads)[rank + d] << " do not fit dim " << d
+                               << " of size " << type.getDimSize(d);
+      shape[d] = size;
+    }
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
+  ctx.setOutput(node, 0, b.create<PadOp>(loc, resultType, *x, pads, value, *mode));
   return success();
 }
 
@@ -450,6 +607,10 @@ void registerShapeImporters(OpImporterRegistry &registry) {
   registry.add("Gather", importGather, 1);
   registry.add("GatherElements", importGatherElements, 11);
   registry.add("GatherND", importGatherND, 11);
+  registry.add("ScatterElements", importScatterElements, 11);
+  registry.add("Scatter", importScatterElements, 9);
+  registry.add("ScatterND", importScatterND, 11);
+  registry.add("Pad", importPad, 2);
   registry.add("Expand", importShapeDriven<ExpandOp>, 8);
   registry.add("Tile", importShapeDriven<TileOp>, 6);
 }

@@ -140,12 +140,12 @@ LogicalResult importConstantOfShape(ImportContext &ctx, const onnx::NodeProto &n
                       loc, type, DenseElementsAttr::get(type, dense.getValues<Attribute>()[0])));
     return success();
   }
-  auto rank = cast<RankedTensorType>(shape->getType()).getDimSize(0);
-  if (ShapedType::isDynamic(rank))
-    return ctx.error(node) << "the shape input must have a known length";
+  auto rank = ctx.staticLength(node, *shape, "shape");
+  if (failed(rank))
+    return failure();
   Value scalar = ctx.builder().create<ConstantOp>(loc, cast<ElementsAttr>(dense));
   auto type = ctx.resultType(node, 0, element,
-                             SmallVector<int64_t>(rank, ShapedType::kDynamic));
+                             SmallVector<int64_t>(*rank, ShapedType::kDynamic));
   ctx.setOutput(node, 0, ctx.builder().create<ExpandOp>(loc, type, scalar, *shape));
   return success();
 }

@@ -57,11 +57,16 @@ def reason_of(stderr):
     text = stderr.strip()
     match = re.search(r"unsupported operators?:\s*\n?\s*(.*)", text)
     if match:
+        too_old = sorted(set(re.findall(
+            r"op '([^']+)' \(opset (\d+)\): kiln reads \S+ from opset (\d+)", text)))
+        if too_old:
+            return "; ".join(f"{op} at opset {opset} (kiln reads it from opset {since})"
+                             for op, opset, since in too_old)
         ops = sorted(set(re.findall(r"op '([^']+)'", text)))
         return "unsupported op " + ", ".join(ops)
     match = re.search(r"uses opset (\d+) of the default ONNX domain", text)
     if match:
-        return f"opset {match.group(1)} (kiln reads opsets 13 to 21)"
+        return f"opset {match.group(1)} (kiln reads opsets up to 21)"
     line = first_line(text)
     line = re.sub(r"^(kilnc|kiln-run): error: ", "", line)
     line = re.sub(r"/\S*/(test_\w+)/", r"\1/", line)

@@ -33,7 +33,9 @@ constexpr const char *kOpTypes[] = {
     "Expand",    "Tile",       "Softmax", "LayerNormalization", "ReduceMean",
     "ReduceSum", "Where",      "Cast",    "Trilu",      "Range",     "CumSum",
     "GatherElements", "GatherND", "IsNaN", "IsInf",     "Gelu",      "Shape",
-    "ConstantOfShape", "Constant", "Erf", "Pow",        "Flatten",   "Conv"};
+    "ConstantOfShape", "Constant", "Erf", "Pow",        "Flatten",   "Conv",
+    "Pad",       "ScatterND",  "ScatterElements", "Einsum", "TopK",  "ArgMax",
+    "Mod",       "Sign",       "Round",   "Dropout"};
 
 void mutateModel(onnx::ModelProto &model, std::mt19937 &rng) {
   auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };

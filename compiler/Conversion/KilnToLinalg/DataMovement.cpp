@@ -2,7 +2,7 @@
 //
 // Views (reshape, squeeze, unsqueeze, split, unit-stride slices) become tensor
 // ops that bufferization turns into views; copies with index arithmetic
-// (gather, tile, strided slices, trilu, range) become linalg.generics whose
+// (gather, pad, tile, strided slices, trilu, range) become linalg.generics whose
 // bodies compute source indices with linalg.index and read with tensor.extract.
 //
 //===----------------------------------------------------------------------===//
@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
@@ -26,40 +27,6 @@ using namespace lowering;
 Value indexValue(OpBuilder &b, Location loc, OpFoldResult size) {
   return getValueOrCreateConstantIndexOp(b, loc, size);
 }
-
-/// Signed index arithmetic with short names, for the ONNX index rules.
-struct IndexMath {
-  OpBuilder &b;
-  Location loc;
-
-  Value c(int64_t v) { return b.create<arith::ConstantIndexOp>(loc, v); }
-  Value add(Value x, Value y) { return b.create<arith::AddIOp>(loc, x, y); }
-  Value sub(Value x, Value y) { return b.create<arith::SubIOp>(loc, x, y); }
-  Value mul(Value x, Value y) { return b.create<arith::MulIOp>(loc, x, y); }
-  Value lt(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value le(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, x, y);
-  }
-  Value eq(Value x, Value y) {
-    return b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y);
-  }
-  Value select(Value cond, Value x, Value y) {
-    return b.create<arith::SelectOp>(loc, cond, x, y);
-  }
-  Value max(Value x, Value y) { return b.create<arith::MaxSIOp>(loc, x, y); }
-  Value min(Value x, Value y) { return b.create<arith::MinSIOp>(loc, x, y); }
-  Value clamp(Value x, Value lo, Value hi) { return min(max(x, lo), hi); }
-  Value ceilDiv(Value x, Value y) { return b.create<arith::CeilDivSIOp>(loc, x, y); }
-  /// A negative index counts from the end.
-  Value wrapNegative(Value index, Value size) {
-    return select(lt(index, c(0)), add(index, size), index);
-  }
-  /// A divisor that is never zero: invalid zero steps read as 1 instead of
-  /// trapping.
-  Value nonZero(Value x) { return select(eq(x, c(0)), c(1), x); }
-};
 
 /// A linalg.generic over `resultType` (sizes `sizes`) whose body computes each
 /// element from the result indices.
@@ -82,21 +49,6 @@ Value generate(OpBuilder &b, Location loc, RankedTensorType resultType,
                                            body(nested, nestedLoc, indices));
           })
       .getResult(0);
-}
-
-/// The element `index` of an integer index tensor as an index into a data
-/// dim of size `size`: negative values count from the end, and a run-time
-/// check names `op` and `dim` when it is out of range.
-Value checkedIndex(OpBuilder &b, Location loc, Operation *op, Value index,
-                   Value size, int64_t dim) {
-  IndexMath n{b, loc};
-  index = n.wrapNegative(b.create<arith::IndexCastOp>(loc, b.getIndexType(), index),
-                         size);
-  Value inRange = b.create<arith::AndIOp>(
-      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, index, n.c(0)),
-      n.lt(index, size));
-  check(b, loc, op, inRange, "an index is out of range for data dim " + Twine(dim));
-  return index;
 }
 
 Value extractSlice(OpBuilder &b, Location loc, Value source,
@@ -612,6 +564,99 @@ struct ExpandLowering : public OpConversionPattern<ExpandOp> {
   }
 };
 
+/// Each result element reads the input at its coordinate less the begin
+/// pads, mapped back into range by the mode; in constant mode an element
+/// outside reads nothing (the input may be empty) and takes the value.
+struct PadLowering : public OpConversionPattern<PadOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
+    Value input = adaptor.getInput();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t rank = resultType.getRank();
+    PadMode mode = op.getMode();
+    SmallVector<Value> begins, inputDims;
+    SmallVector<OpFoldResult> sizes;
+    for (auto [dim, size] : llvm::enumerate(sizesOf(rewriter, loc, input))) {
+      Value begin = shapeEntry(rewriter, loc, op.getPads(), dim);
+      Value end = shapeEntry(rewriter, loc, op.getPads(), rank + dim);
+      Value inputDim = indexValue(rewriter, loc, size);
+      Value padded = m.add(m.add(begin, inputDim), end);
+      check(rewriter, loc, op, m.le(m.c(0), padded),
+            "the pads of dim " + Twine(dim) + " crop more than it holds");
+      if (mode == PadMode::reflect)
+        check(rewriter, loc, op,
+              rewriter.create<arith::AndIOp>(loc, m.lt(begin, inputDim),
+                                             m.lt(end, inputDim)),
+              "a reflected pad of dim " + Twine(dim) + " must be shorter than it");
+      else if (mode != PadMode::constant)
+        check(rewriter, loc, op,
+              rewriter.create<arith::OrIOp>(loc, m.lt(m.c(0), inputDim),
+                                            m.eq(padded, m.c(0))),
+              "dim " + Twine(dim) + " is empty and has nothing to repeat");
+      begins.push_back(begin);
+      inputDims.push_back(inputDim);
+      sizes.push_back(padded);
+    }
+    checkResultSizes(rewriter, loc, op, resultType, sizes);
+    Value fill = adaptor.getValue()
+                     ? rewriter.create<tensor::ExtractOp>(loc, adaptor.getValue(),
+                                                          ValueRange{})
+                           .getResult()
+                     : scalarConstant(rewriter, loc, resultType.getElementType(), 0);
+    Value result = generate(
+        rewriter, loc, resultType, sizes,
+        [&](OpBuilder &b, Location nested, ArrayRef<Value> at) -> Value {
+          IndexMath n{b, nested};
+          SmallVector<Value> source;
+          Value inside;
+          for (int64_t dim = 0; dim < rank; ++dim) {
+            Value size = inputDims[dim];
+            Value from = n.sub(at[dim], begins[dim]);
+            switch (mode) {
+            case PadMode::constant: {
+              Value in = b.create<arith::AndIOp>(nested, n.le(n.c(0), from),
+                                                 n.lt(from, size));
+              inside = inside ? b.create<arith::AndIOp>(nested, inside, in) : in;
+              break;
+            }
+            case PadMode::edge:
+              from = n.clamp(from, n.c(0), n.sub(size, n.c(1)));
+              break;
+            case PadMode::reflect: {
+              // Mirrored about the first and last elements, which are not
+              // repeated: -1 reads 1, size reads size - 2.
+              Value last = n.sub(size, n.c(1));
+              from = n.select(n.lt(from, n.c(0)), n.sub(n.c(0), from), from);
+              from = n.select(n.lt(last, from), n.sub(n.add(last, last), from), from);
+              break;
+            }
+            case PadMode::wrap:
+              from = n.floorMod(from, size);
+              break;
+            }
+            source.push_back(from);
+          }
+          if (!inside)
+            return b.create<tensor::ExtractOp>(nested, input, source);
+          auto branch = b.create<scf::IfOp>(
+              nested, inside,
+              [&](OpBuilder &tb, Location tl) {
+                tb.create<scf::YieldOp>(
+                    tl, tb.create<tensor::ExtractOp>(tl, input, source).getResult());
+              },
+              [&](OpBuilder &eb, Location el) { eb.create<scf::YieldOp>(el, fill); });
+          return branch.getResult(0);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 struct TileLowering : public OpConversionPattern<TileOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -807,7 +852,7 @@ void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
                GatherLowering, GatherElementsLowering, GatherNdLowering, CumSumLowering,
                ExpandLowering, TileLowering, TriluLowering,
                RangeLowering, ConstantLowering, ShapeOfLowering, DimLowering,
-               SizeLowering>(patterns.getContext());
+               SizeLowering, PadLowering>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -7,6 +7,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -26,7 +27,7 @@ struct ConvertKilnToLinalgPass
         mlir::cf::ControlFlowDialect, mlir::func::FuncDialect,
         mlir::LLVM::LLVMDialect, mlir::linalg::LinalgDialect,
         mlir::math::MathDialect, mlir::memref::MemRefDialect,
-        mlir::tensor::TensorDialect>();
+        mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
     target.addLegalOp<mlir::ModuleOp>();
     target.addIllegalDialect<KilnDialect>();
 
@@ -36,6 +37,7 @@ struct ConvertKilnToLinalgPass
     populateAttentionLoweringPatterns(patterns);
     populateReductionLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);
+    populateLoopNestLoweringPatterns(patterns);
     if (mlir::failed(mlir::applyFullConversion(getOperation(), target,
                                                std::move(patterns))))
       signalPassFailure();

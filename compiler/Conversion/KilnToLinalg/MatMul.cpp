@@ -6,6 +6,9 @@
 // becomes a linalg.batch_matmul. The CPU backend replaces both with calls to
 // the runtime's GEMM microkernel after bufferization.
 //
+// kiln.einsum becomes one linalg.generic with a loop per letter: the
+// output's letters parallel, the others reductions.
+//
 // kiln.linear, a product with a fused epilogue, becomes a call of the
 // runtime's kiln_ukernel_linear on its operands' buffers, since linalg has no
 // form for an epilogue applied tile by tile.
@@ -295,8 +298,78 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
 
 } // namespace
 
+struct EinsumLowering : public OpConversionPattern<EinsumOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(EinsumOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    std::string error;
+    auto terms = parseEinsumEquation(op.getEquation(), error);
+    if (failed(terms))
+      return rewriter.notifyMatchFailure(op, error);
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type element = resultType.getElementType();
+    // Loop dims: the output's letters, then the summed ones in the order
+    // they first appear.
+    std::string letters = terms->output;
+    for (const std::string &term : terms->inputs)
+      for (char c : term)
+        if (letters.find(c) == std::string::npos)
+          letters.push_back(c);
+    // Each letter's size from the first input that has it; the others must
+    // agree.
+    llvm::DenseMap<char, OpFoldResult> sizeOf;
+    SmallVector<AffineMap> maps;
+    for (auto [i, term, input] :
+         llvm::enumerate(terms->inputs, adaptor.getInputs())) {
+      SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, input);
+      SmallVector<AffineExpr> exprs;
+      for (auto [c, size] : llvm::zip(term, sizes)) {
+        auto [it, inserted] = sizeOf.try_emplace(c, size);
+        if (!inserted)
+          checkSameSize(rewriter, loc, op, size, it->second,
+                        "the dims of letter '" + Twine(c) + "' in input " + Twine(i));
+        exprs.push_back(rewriter.getAffineDimExpr(letters.find(c)));
+      }
+      maps.push_back(AffineMap::get(letters.size(), 0, exprs, getContext()));
+    }
+    SmallVector<AffineExpr> outputExprs;
+    for (size_t dim = 0; dim < terms->output.size(); ++dim)
+      outputExprs.push_back(rewriter.getAffineDimExpr(dim));
+    maps.push_back(AffineMap::get(letters.size(), 0, outputExprs, getContext()));
+    SmallVector<OpFoldResult> outputSizes;
+    for (char c : terms->output)
+      outputSizes.push_back(sizeOf.lookup(c));
+    checkResultSizes(rewriter, loc, op, resultType, outputSizes);
+    Value init = rewriter
+                     .create<linalg::FillOp>(
+                         loc, scalarConstant(rewriter, loc, element, 0),
+                         emptyTensor(rewriter, loc, resultType, outputSizes))
+                     .getResult(0);
+    SmallVector<utils::IteratorType> iterators(terms->output.size(),
+                                               utils::IteratorType::parallel);
+    iterators.resize(letters.size(), utils::IteratorType::reduction);
+    bool isFloat = isa<FloatType>(element);
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, resultType, adaptor.getInputs(), init, maps, iterators,
+        [&](OpBuilder &b, Location nested, ValueRange args) {
+          Value product = args[0];
+          for (Value factor : args.drop_front().drop_back())
+            product = isFloat ? b.create<arith::MulFOp>(nested, product, factor).getResult()
+                              : b.create<arith::MulIOp>(nested, product, factor).getResult();
+          Value sum = isFloat ? b.create<arith::AddFOp>(nested, args.back(), product).getResult()
+                              : b.create<arith::AddIOp>(nested, args.back(), product).getResult();
+          b.create<linalg::YieldOp>(nested, sum);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
 void populateMatMulLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulLowering, LinearLowering>(patterns.getContext());
+  patterns.add<MatMulLowering, LinearLowering, EinsumLowering>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -9,6 +9,7 @@
 
 #include "compiler/Conversion/UkernelCalls.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -17,7 +18,7 @@ namespace kiln {
 
 /// Unary, binary, compare, where, clamp, cast, gelu and rotary.
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
-/// matmul, and linear as a call of the runtime GEMM with an epilogue.
+/// matmul, einsum, and linear as a call of the runtime GEMM with an epilogue.
 void populateMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// attention, as a call of the runtime's attention microkernel.
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
@@ -25,14 +26,63 @@ void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// into kiln ops.
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// Shape and data movement: reshape, transpose, squeeze, unsqueeze, concat,
-/// split, slice, gather, expand, tile, trilu, range, constant, shape_of, dim,
-/// size.
+/// split, slice, gathers, pad, expand, tile, trilu, range, constant,
+/// shape_of, dim, size.
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// The ops that write to computed positions (the scatters) or select
+/// (top_k), as scf.for nests over tensors.
+void populateLoopNestLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 namespace lowering {
 
 using ReduceFn = llvm::function_ref<mlir::Value(
     mlir::OpBuilder &, mlir::Location, mlir::Value acc, mlir::Value x)>;
+
+/// Signed index arithmetic with short names, for the ONNX index rules.
+struct IndexMath {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+
+  mlir::Value c(int64_t v) { return b.create<mlir::arith::ConstantIndexOp>(loc, v); }
+  mlir::Value add(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::AddIOp>(loc, x, y); }
+  mlir::Value sub(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::SubIOp>(loc, x, y); }
+  mlir::Value mul(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MulIOp>(loc, x, y); }
+  mlir::Value lt(mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::slt, x, y);
+  }
+  mlir::Value le(mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::sle, x, y);
+  }
+  mlir::Value eq(mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CmpIOp>(loc, mlir::arith::CmpIPredicate::eq, x, y);
+  }
+  mlir::Value select(mlir::Value cond, mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::SelectOp>(loc, cond, x, y);
+  }
+  mlir::Value max(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MaxSIOp>(loc, x, y); }
+  mlir::Value min(mlir::Value x, mlir::Value y) { return b.create<mlir::arith::MinSIOp>(loc, x, y); }
+  mlir::Value clamp(mlir::Value x, mlir::Value lo, mlir::Value hi) { return min(max(x, lo), hi); }
+  mlir::Value ceilDiv(mlir::Value x, mlir::Value y) {
+    return b.create<mlir::arith::CeilDivSIOp>(loc, x, y);
+  }
+  /// The remainder of x / y with y's sign (y > 0 here: a wrapped index).
+  mlir::Value floorMod(mlir::Value x, mlir::Value y) {
+    return sub(x, mul(b.create<mlir::arith::FloorDivSIOp>(loc, x, y), y));
+  }
+  /// A negative index counts from the end.
+  mlir::Value wrapNegative(mlir::Value index, mlir::Value size) {
+    return select(lt(index, c(0)), add(index, size), index);
+  }
+  /// A divisor that is never zero: invalid zero steps read as 1 instead of
+  /// trapping.
+  mlir::Value nonZero(mlir::Value x) { return select(eq(x, c(0)), c(1), x); }
+};
+
+/// The element `index` of an integer index tensor as an index into a data
+/// dim of size `size`: negative values count from the end, and a run-time
+/// check names `op` and `dim` when it is out of range.
+mlir::Value checkedIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                         mlir::Value index, mlir::Value size, int64_t dim);
 
 /// The sizes of every dimension of `tensor`: attributes for static ones,
 /// tensor.dim values for dynamic ones.
@@ -116,6 +166,12 @@ mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type)
 mlir::Value reduce(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                    llvm::ArrayRef<int64_t> axes, mlir::Value init,
                    mlir::RankedTensorType resultType, ReduceFn combine);
+/// For picking the larger (or smaller) of two scalars: whether `x` beats `y`
+/// outright, and whether they tie. A NaN beats every number when `nanWins`
+/// and loses to every number otherwise; two NaNs tie.
+std::pair<mlir::Value, mlir::Value>
+compareForSelection(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                    mlir::Value y, bool larger, bool nanWins);
 /// `value` (an index) as a scalar of `type`.
 mlir::Value indexToScalar(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, mlir::Type type);

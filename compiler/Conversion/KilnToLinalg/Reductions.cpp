@@ -92,6 +92,89 @@ struct ReduceLowering : public OpConversionPattern<ReduceOpTy> {
   }
 };
 
+/// argmax/argmin as one reducing linalg.generic with two accumulators, the
+/// best value and its index (-1 before any). The choice depends on the
+/// (value, index) pairs only, not on the order the loop visits them, so the
+/// reduction may be split or vectorized: a NaN beats every number (NumPy's
+/// rule), and of equal values the lower index wins, or the higher one with
+/// select_last_index.
+template <typename ArgReduceOpTy>
+struct ArgReduceLowering : public OpConversionPattern<ArgReduceOpTy> {
+  using OpConversionPattern<ArgReduceOpTy>::OpConversionPattern;
+  using OpAdaptor = typename ArgReduceOpTy::Adaptor;
+  static constexpr bool isMax = std::is_same_v<ArgReduceOpTy, ArgMaxOp>;
+
+  LogicalResult
+  matchAndRewrite(ArgReduceOpTy op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto inputType = cast<RankedTensorType>(input.getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t rank = inputType.getRank(), axis = op.getAxis();
+    bool selectLast = op.getSelectLastIndex();
+    SmallVector<OpFoldResult> inputSizes = sizesOf(rewriter, loc, input);
+    SmallVector<OpFoldResult> reducedSizes(inputSizes);
+    reducedSizes.erase(reducedSizes.begin() + axis);
+    SmallVector<int64_t> reducedShape(inputType.getShape());
+    reducedShape.erase(reducedShape.begin() + axis);
+    auto valueType = RankedTensorType::get(reducedShape, inputType.getElementType());
+    auto indexType = RankedTensorType::get(reducedShape, rewriter.getI64Type());
+    Value values = rewriter
+                       .create<linalg::FillOp>(
+                           loc, scalarConstant(rewriter, loc, valueType.getElementType(), 0),
+                           emptyTensor(rewriter, loc, valueType, reducedSizes))
+                       .getResult(0);
+    Value indices = rewriter
+                        .create<linalg::FillOp>(
+                            loc, scalarConstant(rewriter, loc, rewriter.getI64Type(), -1),
+                            emptyTensor(rewriter, loc, indexType, reducedSizes))
+                        .getResult(0);
+    SmallVector<AffineExpr> kept;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t dim = 0; dim < rank; ++dim) {
+      iterators.push_back(dim == axis ? utils::IteratorType::reduction
+                                      : utils::IteratorType::parallel);
+      if (dim != axis)
+        kept.push_back(rewriter.getAffineDimExpr(dim));
+    }
+    AffineMap keptMap = AffineMap::get(rank, 0, kept, rewriter.getContext());
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext()),
+                                   keptMap, keptMap};
+    auto generic = rewriter.create<linalg::GenericOp>(
+        loc, TypeRange{valueType, indexType}, input, ValueRange{values, indices},
+        maps, iterators, [&](OpBuilder &b, Location nested, ValueRange args) {
+          Value x = args[0], best = args[1], bestIndex = args[2];
+          Value index = b.create<arith::IndexCastOp>(
+              nested, b.getI64Type(), b.create<linalg::IndexOp>(nested, axis));
+          auto [beats, ties] =
+              compareForSelection(b, nested, x, best, isMax, /*nanWins=*/true);
+          Value none = b.create<arith::CmpIOp>(
+              nested, arith::CmpIPredicate::slt, bestIndex,
+              scalarConstant(b, nested, b.getI64Type(), 0));
+          Value tieWins = b.create<arith::CmpIOp>(
+              nested, selectLast ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt,
+              index, bestIndex);
+          Value take = b.create<arith::OrIOp>(
+              nested, b.create<arith::OrIOp>(nested, none, beats),
+              b.create<arith::AndIOp>(nested, ties, tieWins));
+          b.create<linalg::YieldOp>(
+              nested, ValueRange{b.create<arith::SelectOp>(nested, take, x, best),
+                                 b.create<arith::SelectOp>(nested, take, index, bestIndex)});
+        });
+    Value result = generic.getResult(1);
+    if (resultType.getRank() == indexType.getRank()) {
+      rewriter.replaceOp(op, castTo(rewriter, loc, result, resultType));
+      return success();
+    }
+    // keep_dims: the axis comes back as a size-1 dimension.
+    SmallVector<OpFoldResult> keptSizes(inputSizes);
+    keptSizes[axis] = rewriter.getIndexAttr(1);
+    rewriter.replaceOp(op, reshapeTo(rewriter, loc, result, resultType, keptSizes));
+    return success();
+  }
+};
+
 /// Builds kiln ops that stand for a normalization or softmax.
 class KilnBuilder {
 public:
@@ -213,7 +296,8 @@ void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
                ReduceLowering<ReduceMaxOp>, SoftmaxDecomposition<SoftmaxOp>,
                SoftmaxDecomposition<LogSoftmaxOp>, LayerNormDecomposition,
-               RmsNormDecomposition>(patterns.getContext());
+               RmsNormDecomposition, ArgReduceLowering<ArgMaxOp>,
+               ArgReduceLowering<ArgMinOp>>(patterns.getContext());
 }
 
 } // namespace kiln

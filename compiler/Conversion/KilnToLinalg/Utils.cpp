@@ -316,6 +316,44 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
   return reshapeTo(b, loc, reduced, resultType, keptSizes);
 }
 
+Value checkedIndex(OpBuilder &b, Location loc, Operation *op, Value index,
+                   Value size, int64_t dim) {
+  IndexMath n{b, loc};
+  index = n.wrapNegative(b.create<arith::IndexCastOp>(loc, b.getIndexType(), index),
+                         size);
+  Value inRange = b.create<arith::AndIOp>(
+      loc, b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, index, n.c(0)),
+      n.lt(index, size));
+  check(b, loc, op, inRange, "an index is out of range for data dim " + Twine(dim));
+  return index;
+}
+
+std::pair<Value, Value> compareForSelection(OpBuilder &b, Location loc,
+                                            Value x, Value y, bool larger,
+                                            bool nanWins) {
+  if (!isa<FloatType>(x.getType()))
+    return {b.create<arith::CmpIOp>(loc, larger ? arith::CmpIPredicate::sgt
+                                                : arith::CmpIPredicate::slt,
+                                    x, y),
+            b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y)};
+  Value xNaN = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
+  Value yNaN = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, y, y);
+  Value isTrue = b.create<arith::ConstantOp>(loc, b.getBoolAttr(true));
+  // Ordered predicates are false with a NaN on either side.
+  Value better = b.create<arith::CmpFOp>(
+      loc, larger ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, x, y);
+  Value nanBeats = nanWins
+                       ? b.create<arith::AndIOp>(
+                             loc, xNaN, b.create<arith::XOrIOp>(loc, yNaN, isTrue))
+                       : b.create<arith::AndIOp>(
+                             loc, yNaN, b.create<arith::XOrIOp>(loc, xNaN, isTrue));
+  Value beats = b.create<arith::OrIOp>(loc, better, nanBeats);
+  Value ties = b.create<arith::OrIOp>(
+      loc, b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, x, y),
+      b.create<arith::AndIOp>(loc, xNaN, yNaN));
+  return {beats, ties};
+}
+
 Value indexToScalar(OpBuilder &b, Location loc, Value value, Type type) {
   Value asInt = b.create<arith::IndexCastOp>(loc, b.getI64Type(), value);
   if (isa<FloatType>(type))

@@ -85,6 +85,21 @@ def Kiln_Activation : I32EnumAttr<"Activation",
   let cppNamespace = "::kiln";
 }
 
+def Kiln_PadMode : I32EnumAttr<"PadMode", "what fills a pad's border", [
+      I32EnumAttrCase<"constant", 0>, I32EnumAttrCase<"reflect", 1>,
+      I32EnumAttrCase<"edge", 2>, I32EnumAttrCase<"wrap", 3>]> {
+  let cppNamespace = "::kiln";
+}
+
+// How a scatter combines an update with the element it lands on.
+def Kiln_ScatterReduction : I32EnumAttr<"ScatterReduction",
+    "how a scatter combines an update with the element it lands on", [
+      I32EnumAttrCase<"none", 0>, I32EnumAttrCase<"add", 1>,
+      I32EnumAttrCase<"mul", 2>, I32EnumAttrCase<"max", 3>,
+      I32EnumAttrCase<"min", 4>]> {
+  let cppNamespace = "::kiln";
+}
+
 //===----------------------------------------------------------------------===//
 // Op base classes
 //===----------------------------------------------------------------------===//
@@ -168,6 +183,26 @@ class Kiln_ReduceOp<string mnemonic, string what>
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+// The index of the largest (argmax) or smallest (argmin) element along one
+// normalized axis.
+class Kiln_ArgReduceOp<string mnemonic, string what>
+    : Kiln_Op<mnemonic, [Pure]> {
+  let summary = "index of the " # what # " element along an axis";
+  let description = "Finds, along `axis` (normalized), the index of the "
+    # what # " element, as i64. Of equal elements the first wins, or the "
+    # "last with `select_last_index`. With `keep_dims` the axis stays as a "
+    # "dimension of size 1.\n\n"
+    # "Example:\n\n```mlir\n%i = kiln." # mnemonic
+    # " %x {axis = 1 : i64, keep_dims = false} : "
+    # "(tensor<?x32000xf32>) -> tensor<?xi64>\n```";
+  let arguments = (ins Kiln_NumericTensor:$input, I64Attr:$axis,
+                   DefaultValuedAttr<BoolAttr, "true">:$keep_dims,
+                   UnitAttr:$select_last_index);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 #endif // KILN_DIALECT_KILN_IR_KILNBASE_TD

@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
 using namespace mlir;
@@ -543,6 +544,164 @@ LogicalResult GatherElementsOp::verify() {
                            << " exceeds the data's " << in;
   }
   return verifyResultShape(*this, indices, getResult());
+}
+
+template <typename ArgReduceOp>
+static LogicalResult verifyArgReduceOp(ArgReduceOp op) {
+  int64_t axis = op.getAxis();
+  if (failed(verifyAxis(op, axis, rankOf(op.getInput()))))
+    return failure();
+  return verifyResultShape(
+      op, reducedShape(shapeOf(op.getInput()), {axis}, op.getKeepDims()),
+      op.getResult());
+}
+LogicalResult ArgMaxOp::verify() { return verifyArgReduceOp(*this); }
+LogicalResult ArgMinOp::verify() { return verifyArgReduceOp(*this); }
+
+LogicalResult TopKOp::verify() {
+  ArrayRef<int64_t> input = shapeOf(getInput());
+  if (failed(verifyAxis(*this, getAxis(), input.size())))
+    return failure();
+  auto kType = cast<RankedTensorType>(getK().getType());
+  if (kType.getRank() > 1 || (kType.getRank() == 1 && kType.getDimSize(0) != 1))
+    return emitOpError() << "k must be a 0-d or one-element tensor, got " << kType;
+  SmallVector<int64_t> expected(input);
+  expected[getAxis()] = shapeOf(getValues())[getAxis()];
+  if (failed(verifyResultShape(*this, expected, getValues(), "values")))
+    return failure();
+  if (!ShapedType::isDynamic(input[getAxis()]) &&
+      !ShapedType::isDynamic(expected[getAxis()]) &&
+      expected[getAxis()] > input[getAxis()])
+    return emitOpError() << "k = " << expected[getAxis()]
+                         << " exceeds the axis size " << input[getAxis()];
+  return verifyResultShape(*this, shapeOf(getValues()), getIndices(), "indices");
+}
+
+LogicalResult PadOp::verify() {
+  int64_t rank = rankOf(getInput());
+  if (failed(verifyListLength(*this, getPads(), 2 * rank, "pads", "twice the rank")))
+    return failure();
+  if (Value value = getValue()) {
+    if (rankOf(value) != 0)
+      return emitOpError() << "value must be a 0-d tensor, got " << value.getType();
+    if (failed(verifyInputElementType(*this, value, getInput(), "value")))
+      return failure();
+    if (getMode() != PadMode::constant)
+      return emitOpError() << "only constant mode takes a value";
+  }
+  if (rankOf(getResult()) != rank)
+    return emitOpError() << "result rank " << rankOf(getResult())
+                         << " differs from the input's " << rank;
+  return success();
+}
+
+/// The indices and updates of a scatter have one shape; off `axis` (all
+/// dims when it is negative) they fit the data.
+LogicalResult ScatterElementsOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  if (failed(verifyCompatibleShape(indices, shapeOf(getUpdates()))))
+    return emitOpError() << "updates " << getUpdates().getType()
+                         << " and indices " << getIndices().getType()
+                         << " must have one shape";
+  if (data.size() != indices.size())
+    return emitOpError() << "indices rank " << indices.size()
+                         << " differs from data rank " << data.size();
+  if (failed(verifyAxis(*this, getAxis(), data.size())))
+    return failure();
+  for (auto [i, sizes] : llvm::enumerate(llvm::zip(data, indices))) {
+    auto [in, index] = sizes;
+    if (static_cast<int64_t>(i) != getAxis() && !ShapedType::isDynamic(in) &&
+        !ShapedType::isDynamic(index) && index > in)
+      return emitOpError() << "indices dimension " << i << " of size " << index
+                           << " exceeds the data's " << in;
+  }
+  return verifyResultShape(*this, data, getResult());
+}
+
+LogicalResult ScatterNdOp::verify() {
+  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+  if (indices.empty())
+    return emitOpError() << "indices must have rank 1 or more";
+  int64_t tuple = indices.back();
+  if (ShapedType::isDynamic(tuple))
+    return emitOpError() << "the last dimension of the indices (the index tuple "
+                            "length) must be static, got "
+                         << getIndices().getType();
+  if (tuple > static_cast<int64_t>(data.size()))
+    return emitOpError() << "index tuples of " << tuple
+                         << " do not fit data of rank " << data.size();
+  SmallVector<int64_t> updates(indices.drop_back());
+  updates.append(data.begin() + tuple, data.end());
+  if (failed(verifyResultShape(*this, updates, getUpdates(), "updates")))
+    return failure();
+  return verifyResultShape(*this, data, getResult());
+}
+
+FailureOr<EinsumTerms> kiln::parseEinsumEquation(StringRef equation,
+                                                 std::string &error) {
+  auto [lhs, output] = equation.split("->");
+  if (lhs.size() == equation.size()) {
+    error = "equation \"" + equation.str() + "\" has no '->'";
+    return failure();
+  }
+  EinsumTerms terms;
+  SmallVector<StringRef> inputs;
+  lhs.split(inputs, ',');
+  for (StringRef term : inputs)
+    terms.inputs.push_back(term.str());
+  terms.output = output.str();
+  inputs.push_back(output);
+  for (StringRef term : inputs)
+    for (char c : term)
+      if (!llvm::isAlpha(c)) {
+        error = "equation \"" + equation.str() + "\" has '" + std::string(1, c) +
+                "'; kiln.einsum takes letters only";
+        return failure();
+      }
+  inputs.pop_back();
+  for (auto [i, c] : llvm::enumerate(output)) {
+    if (output.find(c, i + 1) != StringRef::npos) {
+      error = "output letter '" + std::string(1, c) + "' is repeated";
+      return failure();
+    }
+    if (llvm::none_of(inputs, [c = c](StringRef term) { return term.contains(c); })) {
+      error = "output letter '" + std::string(1, c) + "' is in no input";
+      return failure();
+    }
+  }
+  return terms;
+}
+
+LogicalResult EinsumOp::verify() {
+  std::string error;
+  auto terms = parseEinsumEquation(getEquation(), error);
+  if (failed(terms))
+    return emitOpError() << error;
+  if (terms->inputs.size() != getInputs().size())
+    return emitOpError() << "equation \"" << getEquation() << "\" has "
+                         << terms->inputs.size() << " inputs but the op has "
+                         << getInputs().size();
+  // Each letter's size: the first static one seen, which every other static
+  // one must equal.
+  llvm::DenseMap<char, int64_t> sizes;
+  for (auto [term, input] : llvm::zip(terms->inputs, getInputs())) {
+    ArrayRef<int64_t> shape = shapeOf(input);
+    if (term.size() != shape.size())
+      return emitOpError() << "term \"" << term << "\" has " << term.size()
+                           << " letters but its input has rank " << shape.size();
+    for (auto [c, dim] : llvm::zip(term, shape)) {
+      auto [it, inserted] = sizes.try_emplace(c, dim);
+      if (ShapedType::isDynamic(it->second))
+        it->second = dim;
+      else if (!ShapedType::isDynamic(dim) && dim != it->second)
+        return emitOpError() << "letter '" << c << "' has sizes " << it->second
+                             << " and " << dim;
+    }
+  }
+  SmallVector<int64_t> expected;
+  for (char c : terms->output)
+    expected.push_back(sizes.lookup(c));
+  return verifyResultShape(*this, expected, getResult());
 }
 
 LogicalResult GatherNdOp::verify() {

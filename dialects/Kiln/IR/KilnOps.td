@@ -657,6 +657,149 @@ def Kiln_CumSumOp : Kiln_Op<"cumsum", [Pure, SameOperandsAndResultType]> {
   let hasVerifier = 1;
 }
 
+def Kiln_ArgMaxOp : Kiln_ArgReduceOp<"argmax", "largest">;
+def Kiln_ArgMinOp : Kiln_ArgReduceOp<"argmin", "smallest">;
+
+def Kiln_TopKOp : Kiln_Op<"top_k", [Pure,
+    AllElementTypesMatch<["input", "values"]>]> {
+  let summary = "the k largest (or smallest) elements along an axis";
+  let description = [{
+    ONNX TopK: along `axis`, the `k` largest elements (the smallest without
+    `largest`) and their indices (i64), best first. Of equal elements the one
+    with the lower index comes first; NaN ranks above every number. `k` is
+    a 0-d or one-element i64 tensor, which may be computed at run time; it
+    must not exceed the axis size (checked at run time). With `sorted` unset
+    ONNX leaves the order open, and kiln still sorts.
+
+    Example:
+
+    ```mlir
+    %v, %i = kiln.top_k %x, %k {axis = 1 : i64, largest}
+        : (tensor<?x32000xf32>, tensor<1xi64>) -> (tensor<?x?xf32>, tensor<?x?xi64>)
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$input, RankedTensorOf<[I64]>:$k,
+                   I64Attr:$axis, UnitAttr:$largest);
+  let results = (outs Kiln_NumericTensor:$values, RankedTensorOf<[I64]>:$indices);
+  let assemblyFormat = [{
+    $input `,` $k attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_PadOp : Kiln_Op<"pad", [Pure,
+    AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "grows (or, with negative pads, crops) every dimension";
+  let description = [{
+    ONNX Pad over every axis: `pads` is a 1-D i64 tensor of 2 * rank
+    entries, all the begins then all the ends, and may be computed at run
+    time. Dimension d of the result is `pads[d] + size(d) + pads[rank + d]`.
+    The border holds `value` (a 0-d tensor of the element type, zero when
+    absent) in `constant` mode; `reflect` mirrors the input without
+    repeating its edge, `edge` repeats the edge, and `wrap` continues
+    from the opposite side. A reflected pad must be shorter than its
+    dimension (checked at run time).
+
+    Example:
+
+    ```mlir
+    %y = kiln.pad constant %x, %pads value %zero
+        : (tensor<?x64xf32>, tensor<4xi64>, tensor<f32>) -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, Kiln_ShapeTensor:$pads,
+                   Optional<Kiln_Tensor>:$value, Kiln_PadMode:$mode);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $mode $input `,` $pads (`value` $value^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ScatterElementsOp : Kiln_Op<"scatter_elements", [Pure,
+    AllElementTypesMatch<["data", "updates", "result"]>]> {
+  let summary = "writes one update per index into a copy of `data`, along an axis";
+  let description = [{
+    ONNX ScatterElements, the inverse of gather_elements: the result is
+    `data`, except that each update `u[i]` lands at `i` with the coordinate
+    on `axis` replaced by `indices[i]` (negative counts from the end). The
+    updates are applied in order; `reduction` combines each with what it
+    lands on instead of replacing it. `indices` and `updates` have one
+    shape, whose dimensions off the axis fit the data's. Indices out of
+    range fail at run time.
+
+    Example:
+
+    ```mlir
+    %y = kiln.scatter_elements none %x[%i], %u {axis = 1 : i64}
+        : (tensor<?x8xf32>, tensor<?x2xi64>, tensor<?x2xf32>) -> tensor<?x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                   Kiln_Tensor:$updates, I64Attr:$axis,
+                   Kiln_ScatterReduction:$reduction);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $reduction $data `[` $indices `]` `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ScatterNdOp : Kiln_Op<"scatter_nd", [Pure,
+    AllElementTypesMatch<["data", "updates", "result"]>]> {
+  let summary = "writes slices into a copy of `data` at index tuples";
+  let description = [{
+    ONNX ScatterND, the inverse of gather_nd: `indices` [..., q] holds
+    tuples of q leading coordinates of `data`; `updates` has the indices'
+    shape without its last dim, followed by the data's dims after the
+    first q. Each update slice replaces (or with `reduction` combines with)
+    the data slice its tuple names, in order. Indices out of range fail at
+    run time.
+
+    Example:
+
+    ```mlir
+    %c = kiln.scatter_nd none %cache[%pos], %kv
+        : (tensor<1x4x128x16xf32>, tensor<1x4x1x3xi64>, tensor<1x4x1x16xf32>) -> tensor<1x4x128x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices,
+                   Kiln_Tensor:$updates, Kiln_ScatterReduction:$reduction);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $reduction $data `[` $indices `]` `,` $updates attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_EinsumOp : Kiln_Op<"einsum", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "a sum of products named by index letters";
+  let description = [{
+    Einstein summation with an explicit output: `equation` is
+    `"<letters>,<letters>...-><letters>"`, one group of lowercase or
+    uppercase letters per input (its dims, in order), and the result's.
+    Letters missing from the output are summed over; a letter repeated
+    within one input takes its diagonal. The importer expands ONNX's
+    ellipses and implicit outputs into this form. Dims that share a letter
+    must agree (checked at run time where dynamic).
+
+    Example:
+
+    ```mlir
+    %f = kiln.einsum %t, %inv {equation = "i,j->ij"}
+        : (tensor<?xf32>, tensor<32xf32>) -> tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_NumericTensor>:$inputs, StrAttr:$equation);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ExpandOp : Kiln_Op<"expand", [Pure,
     AllElementTypesMatch<["input", "result"]>]> {
   let summary = "broadcasts a tensor to a shape";

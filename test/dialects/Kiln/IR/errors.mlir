@@ -1164,3 +1164,85 @@ func.func @linear_gate(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>, %g: tensor<4x1
   %y = kiln.linear %x, %w gate %g : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// Tests that argmax's result drops (or keeps as 1) exactly its axis.
+func.func @argmax_shape(%x: tensor<4x8xf32>) -> tensor<8xi64> {
+  // expected-error @+1 {{'kiln.argmax' op result type 'tensor<8xi64>' does not match the expected shape [4]}}
+  %y = kiln.argmax %x {axis = 1 : i64, keep_dims = false} : (tensor<4x8xf32>) -> tensor<8xi64>
+  return %y : tensor<8xi64>
+}
+
+// -----
+
+// Tests that top_k cannot pick more elements than its axis holds.
+func.func @top_k_too_many(%x: tensor<4x8xf32>, %k: tensor<1xi64>) -> (tensor<4x9xf32>, tensor<4x9xi64>) {
+  // expected-error @+1 {{'kiln.top_k' op k = 9 exceeds the axis size 8}}
+  %v, %i = kiln.top_k %x, %k {axis = 1 : i64, largest} : (tensor<4x8xf32>, tensor<1xi64>) -> (tensor<4x9xf32>, tensor<4x9xi64>)
+  return %v, %i : tensor<4x9xf32>, tensor<4x9xi64>
+}
+
+// -----
+
+// Tests that pad takes two pads per dimension.
+func.func @pad_length(%x: tensor<4x8xf32>, %p: tensor<3xi64>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'kiln.pad' op pads has 3 entries but twice the rank is 4}}
+  %y = kiln.pad constant %x, %p : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that only constant mode takes a fill value.
+func.func @pad_value_mode(%x: tensor<4x8xf32>, %p: tensor<4xi64>, %v: tensor<f32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'kiln.pad' op only constant mode takes a value}}
+  %y = kiln.pad edge %x, %p value %v : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<?x?xf32>
+  return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that scatter_nd's updates have the indices' outer dims followed by
+// the data's dims after the index tuple.
+func.func @scatter_nd_updates(%d: tensor<4x8x16xf32>, %i: tensor<2x1xi64>, %u: tensor<2x16xf32>) -> tensor<4x8x16xf32> {
+  // expected-error @+1 {{'kiln.scatter_nd' op updates type 'tensor<2x16xf32>' does not match the expected shape [2, 8, 16]}}
+  %y = kiln.scatter_nd none %d[%i], %u : (tensor<4x8x16xf32>, tensor<2x1xi64>, tensor<2x16xf32>) -> tensor<4x8x16xf32>
+  return %y : tensor<4x8x16xf32>
+}
+
+// -----
+
+// Tests that scatter_elements' indices and updates have one shape.
+func.func @scatter_elements_shapes(%d: tensor<4x8xf32>, %i: tensor<4x2xi64>, %u: tensor<4x3xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'kiln.scatter_elements' op updates 'tensor<4x3xf32>' and indices 'tensor<4x2xi64>' must have one shape}}
+  %y = kiln.scatter_elements add %d[%i], %u {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x2xi64>, tensor<4x3xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that einsum's letters agree on their sizes.
+func.func @einsum_sizes(%a: tensor<3x4xf32>, %b: tensor<5x6xf32>) -> tensor<3x6xf32> {
+  // expected-error @+1 {{'kiln.einsum' op letter 'j' has sizes 4 and 5}}
+  %y = kiln.einsum %a, %b {equation = "ij,jk->ik"} : (tensor<3x4xf32>, tensor<5x6xf32>) -> tensor<3x6xf32>
+  return %y : tensor<3x6xf32>
+}
+
+// -----
+
+// Tests that einsum's equation is explicit and of letters only.
+func.func @einsum_ellipsis(%a: tensor<3x4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'kiln.einsum' op equation "...j->i" has '.'; kiln.einsum takes letters only}}
+  %y = kiln.einsum %a {equation = "...j->i"} : (tensor<3x4xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
+
+// -----
+
+// Tests that every output letter comes from an input.
+func.func @einsum_output_letter(%a: tensor<3x4xf32>) -> tensor<3x5xf32> {
+  // expected-error @+1 {{'kiln.einsum' op output letter 'k' is in no input}}
+  %y = kiln.einsum %a {equation = "ij->ik"} : (tensor<3x4xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
