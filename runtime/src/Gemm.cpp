@@ -294,9 +294,13 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   }
 }
 
-/// C = (accumulate ? C : 0) + A·B, then the epilogue, for m <= kDirectRows
-/// and B not transposed, one strip of directCols columns at a time, split
-/// over the pool when the product is big enough (a wide output layer).
+/// C = (accumulate ? C : 0) + A·B, then the epilogue, for m <=
+/// kStreamedRows and B not transposed: one strip of directCols columns at a
+/// time, each strip through every group of kDirectRows rows while it is in
+/// L2, so that B streams from memory once, in the order it is stored.
+/// Strips are split over the pool when the product is big enough by either
+/// count: its multiply-adds, or the bytes of B it streams (a decode step's
+/// products are few multiply-adds on many bytes).
 void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
                 int64_t m, int64_t n, ThreadPool *pool) {
   const int64_t strips = ceilDiv(n, kernel.directCols);
@@ -304,17 +308,21 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
     for (int64_t strip = begin; strip < end; ++strip) {
       const int64_t j = strip * kernel.directCols;
       const int64_t cols = std::min(kernel.directCols, n - j);
-      if (g.bLayout == GemmLayout::Panels)
-        kernel.runDirect(g.k, g.a, g.lda, g.panelAt(0, j), kWeightPanelWidth,
-                         g.c + j, g.ldc, m, cols, g.accumulate);
-      else
-        kernel.runDirect(g.k, g.a, g.lda, g.b + j, g.ldb, g.c + j, g.ldc, m,
-                         cols, g.accumulate);
+      const bool panels = g.bLayout == GemmLayout::Panels;
+      const float *b = panels ? g.panelAt(0, j) : g.b + j;
+      const int64_t ldb = panels ? kWeightPanelWidth : g.ldb;
+      for (int64_t i = 0; i < m; i += detail::kDirectRows)
+        kernel.runDirect(g.k, g.a + i * g.lda, g.lda, b, ldb, g.c + i * g.ldc + j,
+                         g.ldc, std::min(detail::kDirectRows, m - i), cols,
+                         g.accumulate);
       g.finishTile(0, m, j, cols);
     }
   };
+  const double streamedBytes = static_cast<double>(g.k) * n * sizeof(float);
   const int64_t threads = std::min<int64_t>(
-      threadsWorthUsing(pool, static_cast<double>(m) * n * g.k), strips);
+      std::max(threadsWorthUsing(pool, static_cast<double>(m) * n * g.k),
+               threadsWorthStreaming(pool, streamedBytes)),
+      strips);
   if (threads <= 1) {
     run(0, strips);
     return;
@@ -386,7 +394,18 @@ TileGrid chooseTileGrid(int64_t m, int64_t n, int64_t mr, int64_t nr,
 /// runs 10-30% slower than 1 thread; 2M makes them break even.
 constexpr double kMinMultiplyAddsPerThread = 2048 * 1024;
 
+/// The same waking cost in bytes read from memory: about 20 µs of one
+/// thread's stream at 25 GB/s.
+constexpr double kMinStreamedBytesPerThread = 512 * 1024;
+
 } // namespace
+
+int threadsWorthStreaming(ThreadPool *pool, double streamedBytes) {
+  if (!pool)
+    return 1;
+  return static_cast<int>(std::clamp(streamedBytes / kMinStreamedBytesPerThread,
+                                     1.0, static_cast<double>(pool->size())));
+}
 
 int threadsWorthUsing(ThreadPool *pool, double multiplyAdds) {
   if (!pool)
@@ -473,7 +492,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
     return;
   }
   const detail::GemmMicrokernel &kernel = microkernelFor(isa);
-  if (bLayout != GemmLayout::Transposed && m <= detail::kDirectRows) {
+  if (bLayout != GemmLayout::Transposed && m <= detail::kStreamedRows) {
     directGemm(kernel, operands, m, n, pool);
     return;
   }

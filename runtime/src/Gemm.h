@@ -32,6 +32,10 @@ void setGemmIsa(GemmIsa isa);
 /// should split over: 1 without a pool, and never so many that a thread gets
 /// less work than waking it costs.
 int threadsWorthUsing(ThreadPool *pool, double multiplyAdds);
+/// The same for a memory-bound kernel that reads `streamedBytes` from
+/// memory: a decode step's product of one row by a weight is few
+/// multiply-adds on many bytes, and two threads stream more than one.
+int threadsWorthStreaming(ThreadPool *pool, double streamedBytes);
 
 /// How sgemm's B (k×n in the product) is stored. The values are
 /// kiln_ukernel_linear's `b_layout`, which generated code passes as the
@@ -127,8 +131,13 @@ struct GemmMicrokernel {
   int64_t directCols;
 };
 
-/// Products with at most this many rows of A skip packing (runDirect).
+/// runDirect's most rows per call.
 constexpr int64_t kDirectRows = 4;
+/// Products with at most this many rows of A skip packing: each strip of B
+/// passes through runDirect once per kDirectRows rows while it is in L2. At
+/// these heights the product streams B from memory (a decode step's
+/// batch); past them packing pays for itself.
+constexpr int64_t kStreamedRows = 32;
 
 /// Applies `epilogue` to C[row:row+rows, col:col+cols], which `c` points at
 /// (row and col place the residual and the bias).
