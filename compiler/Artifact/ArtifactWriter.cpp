@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln {
@@ -70,17 +71,43 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   header.weightsSize = weightsSize;
   header.fileSize = header.weightsOffset + header.weightsSize;
 
-  std::vector<uint8_t> file(header.fileSize, 0);
-  std::memcpy(file.data() + header.manifestOffset, manifestText.data(),
-              manifestText.size());
-  std::memcpy(file.data() + header.codeOffset, contents.code.data(),
-              contents.code.size());
+  // The file in order, as pieces of bytes or of zero padding, so that a
+  // model of gigabytes is checksummed and written from where its weights
+  // already are, never copied into one buffer.
+  struct Piece {
+    const uint8_t *data; // null: zeros
+    uint64_t size;
+  };
+  std::vector<Piece> pieces;
+  uint64_t end = 0;
+  auto append = [&](uint64_t offset, const void *data, uint64_t size) {
+    if (offset > end)
+      pieces.push_back({nullptr, offset - end});
+    pieces.push_back({static_cast<const uint8_t *>(data), size});
+    end = offset + size;
+  };
+  append(0, &header, sizeof(header));
+  append(header.manifestOffset, manifestText.data(), manifestText.size());
+  append(header.codeOffset, contents.code.data(), contents.code.size());
   for (size_t i = 0; i < contents.weights.size(); ++i)
-    std::memcpy(file.data() + header.weightsOffset + weightOffsets[i],
-                contents.weights[i].data.data(), contents.weights[i].data.size());
-  std::memcpy(file.data(), &header, sizeof(header));
-  header.checksum = computeChecksum(file.data(), file.size());
-  std::memcpy(file.data(), &header, sizeof(header));
+    append(header.weightsOffset + weightOffsets[i], contents.weights[i].data.data(),
+           contents.weights[i].data.size());
+
+  // The checksum covers the file with its checksum field zero, which it is
+  // in `header` until now.
+  static const uint8_t zeros[kSectionAlignment] = {};
+  auto forEachChunk = [&](auto &&visit) {
+    for (const Piece &piece : pieces)
+      for (uint64_t done = 0; done < piece.size;) {
+        uint64_t size = piece.data ? piece.size - done
+                                   : std::min<uint64_t>(piece.size - done, sizeof(zeros));
+        visit(piece.data ? piece.data + done : zeros, size);
+        done += size;
+      }
+  };
+  uLong crc = crc32(0L, Z_NULL, 0);
+  forEachChunk([&](const uint8_t *data, uint64_t size) { crc = crc32_z(crc, data, size); });
+  header.checksum = static_cast<uint32_t>(crc);
 
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
@@ -88,7 +115,9 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
     error = "cannot open '" + path + "' for writing: " + ec.message();
     return false;
   }
-  os.write(reinterpret_cast<const char *>(file.data()), file.size());
+  forEachChunk([&](const uint8_t *data, uint64_t size) {
+    os.write(reinterpret_cast<const char *>(data), size);
+  });
   os.close();
   if (os.has_error()) {
     error = "cannot write '" + path + "': " + os.error().message();
