@@ -92,6 +92,8 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   for (size_t i = 0; i < contents.weights.size(); ++i)
     append(header.weightsOffset + weightOffsets[i], contents.weights[i].data.data(),
            contents.weights[i].data.size());
+  // Without weights the file still ends at the weights section's offset.
+  append(header.fileSize, nullptr, 0);
 
   // The checksum covers the file with its checksum field zero, which it is
   // in `header` until now.
