@@ -106,6 +106,24 @@ void releaseBuffer(void *buffer) {
   std::free(raw);
 }
 
+namespace {
+thread_local RunBufferTracker *currentTracker = nullptr;
+} // namespace
+
+RunBufferTracker::RunBufferTracker() : outer_(currentTracker) {
+  currentTracker = this;
+}
+
+RunBufferTracker::~RunBufferTracker() { currentTracker = outer_; }
+
+RunBufferTracker *RunBufferTracker::current() { return currentTracker; }
+
+void RunBufferTracker::releaseAll() {
+  for (void *buffer : live_)
+    releaseBuffer(buffer);
+  live_.clear();
+}
+
 } // namespace kiln::rt
 
 extern "C" void kiln_rt_trap(const char *message);
@@ -115,8 +133,11 @@ namespace {
 /// Generated code does not check for NULL, so a buffer that cannot be had
 /// (sizes from a bad request, say) ends the run with an error instead.
 void *allocateOrTrap(size_t alignment, size_t size) {
-  if (void *buffer = kiln::rt::allocateBuffer(alignment, size))
+  if (void *buffer = kiln::rt::allocateBuffer(alignment, size)) {
+    if (kiln::rt::RunBufferTracker *tracker = kiln::rt::RunBufferTracker::current())
+      tracker->allocated(buffer);
     return buffer;
+  }
   kiln_rt_trap("out of memory: a buffer the model needs cannot be allocated");
   return nullptr;
 }
@@ -135,5 +156,7 @@ extern "C" KILN_API void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment,
 }
 
 extern "C" KILN_API void _mlir_memref_to_llvm_free(void *buffer) {
+  if (kiln::rt::RunBufferTracker *tracker = kiln::rt::RunBufferTracker::current())
+    tracker->freed(buffer);
   kiln::rt::releaseBuffer(buffer);
 }

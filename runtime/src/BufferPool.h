@@ -3,6 +3,7 @@
 #define KILN_RUNTIME_SRC_BUFFERPOOL_H
 
 #include <cstddef>
+#include <unordered_set>
 
 namespace kiln::rt {
 
@@ -13,6 +14,32 @@ void *allocateBuffer(size_t alignment, size_t size);
 /// Returns a buffer from allocateBuffer (or generated code) to the pool.
 /// NULL is ignored.
 void releaseBuffer(void *buffer);
+
+/// While one lives, the buffers generated code allocates on this thread and
+/// has not yet freed are recorded in it, so that a run its checks end early
+/// (kiln_rt_trap jumps out of the code) can release what the code held
+/// instead of leaking it: a server meets bad requests all day. A run that
+/// completes keeps its outputs; the tracker only stops recording. Trackers
+/// nest (the innermost records).
+class RunBufferTracker {
+public:
+  RunBufferTracker();
+  ~RunBufferTracker();
+  RunBufferTracker(const RunBufferTracker &) = delete;
+  RunBufferTracker &operator=(const RunBufferTracker &) = delete;
+
+  /// Releases every buffer recorded and not freed since.
+  void releaseAll();
+
+  /// The tracker recording on this thread, or null (for the allocator).
+  static RunBufferTracker *current();
+  void allocated(void *buffer) { live_.insert(buffer); }
+  void freed(void *buffer) { live_.erase(buffer); }
+
+private:
+  std::unordered_set<void *> live_;
+  RunBufferTracker *outer_;
+};
 
 } // namespace kiln::rt
 

@@ -142,17 +142,20 @@ extern "C" KILN_API void kiln_rt_trap(const char *message) {
 
 kiln_status_t kiln_session_s::callEntry(void **arguments, void *results) {
   kiln::rt::ScopedThreadPool scope(model->instance->pool.get());
+  kiln::rt::RunBufferTracker buffers;
   TrapTarget target;
   TrapTarget *outer = currentTrapTarget;
   currentTrapTarget = &target;
   if (setjmp(target.jump) == 0)
     model->artifact->entry()(arguments, results);
   currentTrapTarget = outer;
-  if (target.message)
-    // The buffers the run had allocated so far are not reachable any more;
-    // they leak, which a failed run of a bad request may afford.
+  if (target.message) {
+    // The buffers the run had allocated so far are not reachable from its
+    // results any more.
+    buffers.releaseAll();
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
                       std::string("the inputs are inconsistent: ") + target.message);
+  }
   return nullptr;
 }
 

@@ -529,20 +529,29 @@ LogicalResult GatherOp::verify() {
   return verifyResultShape(*this, expected, getResult());
 }
 
-LogicalResult GatherElementsOp::verify() {
-  ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
+/// gather_elements' and scatter_elements' indices: the data's rank, a
+/// valid axis, and off the axis no static dim past the data's.
+static LogicalResult verifyElementIndices(Operation *op, ArrayRef<int64_t> data,
+                                          ArrayRef<int64_t> indices, int64_t axis) {
   if (data.size() != indices.size())
-    return emitOpError() << "indices rank " << indices.size()
-                         << " differs from data rank " << data.size();
-  if (failed(verifyAxis(*this, getAxis(), data.size())))
+    return op->emitOpError() << "indices rank " << indices.size()
+                             << " differs from data rank " << data.size();
+  if (failed(verifyAxis(op, axis, data.size())))
     return failure();
   for (auto [i, sizes] : llvm::enumerate(llvm::zip(data, indices))) {
     auto [in, index] = sizes;
-    if (static_cast<int64_t>(i) != getAxis() && !ShapedType::isDynamic(in) &&
+    if (static_cast<int64_t>(i) != axis && !ShapedType::isDynamic(in) &&
         !ShapedType::isDynamic(index) && index > in)
-      return emitOpError() << "indices dimension " << i << " of size " << index
-                           << " exceeds the data's " << in;
+      return op->emitOpError() << "indices dimension " << i << " of size " << index
+                               << " exceeds the data's " << in;
   }
+  return success();
+}
+
+LogicalResult GatherElementsOp::verify() {
+  ArrayRef<int64_t> indices = shapeOf(getIndices());
+  if (failed(verifyElementIndices(*this, shapeOf(getData()), indices, getAxis())))
+    return failure();
   return verifyResultShape(*this, indices, getResult());
 }
 
@@ -595,26 +604,14 @@ LogicalResult PadOp::verify() {
   return success();
 }
 
-/// The indices and updates of a scatter have one shape; off `axis` (all
-/// dims when it is negative) they fit the data.
 LogicalResult ScatterElementsOp::verify() {
   ArrayRef<int64_t> data = shapeOf(getData()), indices = shapeOf(getIndices());
   if (failed(verifyCompatibleShape(indices, shapeOf(getUpdates()))))
     return emitOpError() << "updates " << getUpdates().getType()
                          << " and indices " << getIndices().getType()
                          << " must have one shape";
-  if (data.size() != indices.size())
-    return emitOpError() << "indices rank " << indices.size()
-                         << " differs from data rank " << data.size();
-  if (failed(verifyAxis(*this, getAxis(), data.size())))
+  if (failed(verifyElementIndices(*this, data, indices, getAxis())))
     return failure();
-  for (auto [i, sizes] : llvm::enumerate(llvm::zip(data, indices))) {
-    auto [in, index] = sizes;
-    if (static_cast<int64_t>(i) != getAxis() && !ShapedType::isDynamic(in) &&
-        !ShapedType::isDynamic(index) && index > in)
-      return emitOpError() << "indices dimension " << i << " of size " << index
-                           << " exceeds the data's " << in;
-  }
   return verifyResultShape(*this, data, getResult());
 }
 
