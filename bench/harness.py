@@ -148,6 +148,8 @@ def run_kiln(kiln_run, artifact, flags, output_dir=None, threads=0, benchmark=0)
     for part in line.split(":", 2)[2].split(","):
         key, value, _ = part.split()
         stats[key + "_ms"] = float(value)
+    load = next(l for l in stdout.splitlines() if l.startswith("load:"))
+    stats["load_ms"] = float(load.split()[1])
     return stats
 
 

@@ -133,9 +133,11 @@ def compile_artifacts(args, models, variants, dim_bounds):
     return artifacts, paths, compiles
 
 
-def measure_case(args, case, artifacts, paths, variants, runs, rounds):
+def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=False):
     """Each build and ONNX Runtime, `rounds` times in turn; the lowest median
-    of each."""
+    of each. With `check`, each also runs once more and writes its outputs,
+    and "max_rel_err" is the largest max |kiln - ORT| / max |ORT| of any
+    build's output."""
     model, batch, sequence, past, _ = case
     case_dir = os.path.join(args.work_dir, f"{model}_{batch}_{sequence}_{past}")
     os.makedirs(case_dir, exist_ok=True)
@@ -149,8 +151,20 @@ def measure_case(args, case, artifacts, paths, variants, runs, rounds):
                 threads=args.threads, benchmark=runs))
         measured["ort"].append(harness.run_ort(
             paths[model], flags, threads=args.threads, benchmark=runs))
-    return {name: min(stats, key=lambda s: s["median_ms"])
+    best = {name: min(stats, key=lambda s: s["median_ms"])
             for name, stats in measured.items()}
+    if check:
+        names = harness.output_names(paths[model])
+        harness.run_ort(paths[model], flags, os.path.join(case_dir, "ort"), args.threads)
+        expected = harness.load_outputs(os.path.join(case_dir, "ort"), names)
+        best["max_rel_err"] = 0.0
+        for variant in variants:
+            harness.run_kiln(args.kiln_run, artifacts[model, variant], flags,
+                             os.path.join(case_dir, variant), args.threads)
+            actual = harness.load_outputs(os.path.join(case_dir, variant), names)
+            best["max_rel_err"] = max(best["max_rel_err"], *(
+                harness.max_relative_error(actual[name], expected[name]) for name in names))
+    return best
 
 
 def optimization_table(args, cases, runs, rounds):
@@ -250,12 +264,13 @@ def roofline_table(args, cases, runs, rounds):
               f"({compiles[model]['max_rss_mb'] * 2**20 / memory['weights_bytes']:.2f}x)")
     header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'MB/step':>8} "
               f"{'GFLOP':>7} {'bound':>5} {'floor ms':>9} {'kiln ms':>9} {'kiln %':>6} "
-              f"{'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} {'kiln MB':>8} {'ORT MB':>7}")
+              f"{'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} {'kiln MB':>8} {'ORT MB':>7} "
+              f"{'kiln ld':>8} {'ORT ld':>8} {'rel err':>8}")
     measured = []
     for case in cases:
         measure_ceilings()
         measured.append((case, measure_case(args, case, artifacts, paths, {"fused": []},
-                                            runs, rounds)))
+                                            runs, rounds, check=True)))
     measure_ceilings()
     bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
     peak = max(c["fma_gflop_per_s"] for c in ceilings) * 1e9
@@ -281,15 +296,24 @@ def roofline_table(args, cases, runs, rounds):
               f"{100 * floor_ms / kiln['median_ms']:>5.0f}% {ort['median_ms']:>9.3f} "
               f"{100 * floor_ms / ort['median_ms']:>5.0f}% "
               f"{ort['median_ms'] / kiln['median_ms']:>8.2f} {kiln['max_rss_mb']:>8.0f} "
-              f"{ort['max_rss_mb']:>7.0f}")
+              f"{ort['max_rss_mb']:>7.0f} {kiln['load_ms']:>8.0f} {ort['load_ms']:>8.0f} "
+              f"{best['max_rel_err']:>8.1e}")
         results.append({"model": model, "case": kind, "batch": batch, "sequence": sequence,
                         "past": past, "bytes": moved, "flops": flops, "bound": bound,
                         "floor_ms": floor_ms, "kiln": kiln, "onnxruntime": ort,
-                        "ort_over_kiln": ort["median_ms"] / kiln["median_ms"]})
+                        "ort_over_kiln": ort["median_ms"] / kiln["median_ms"],
+                        "max_rel_err": best["max_rel_err"]})
     print("MB/step and GFLOP = what the step must move and do (bench/run.py step_cost); "
           "floor = the slower of the two at the ceilings; kiln % and ORT % = floor / time, "
           "the fraction of the binding ceiling reached (over 100%: the step beat the "
-          "STREAM-like read, e.g. with weights still in the last-level cache); MB = peak RSS.")
+          "STREAM-like read, e.g. with weights still in the last-level cache); MB = peak RSS; "
+          "ld = ms to load the model and create a session (the lowest run's); rel err = "
+          "max |kiln - ORT| / max |ORT| over the outputs.")
+    failed = [r for r in results if not r["max_rel_err"] <= 1e-4]
+    if failed:
+        raise RuntimeError("kiln's outputs differ from ONNX Runtime's by more than 1e-4 in: "
+                           + ", ".join(f"{r['model']} {r['case']} ({r['batch']}, "
+                                       f"{r['sequence']}, {r['past']})" for r in failed))
     return {"ceilings": ceilings, "compiles": compiles, "results": results}
 
 

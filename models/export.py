@@ -568,6 +568,43 @@ def has_external_data(model):
     return any(init.data_location == onnx.TensorProto.EXTERNAL for init in model.graph.initializer)
 
 
+def gather_external_data(path, alignment=4096):
+    """Moves the external data of the model at `path` into one file beside
+    it, NAME.onnx.data, as Hugging Face's optimum lays out models over 2 GB
+    (torch writes one file per tensor). Each tensor starts at a multiple of
+    `alignment`, so that a compiler can map it in place. Streams tensor by
+    tensor: the weights are never all in memory."""
+    directory = os.path.dirname(path)
+    model = onnx.load(path, load_external_data=False)
+    location = os.path.basename(path) + ".data"
+    moved = []
+    tensors = [*model.graph.initializer,
+               *(attr.t for node in model.graph.node for attr in node.attribute
+                 if attr.HasField("t"))]
+    with open(os.path.join(directory, location), "ab") as data:
+        for tensor in tensors:
+            entries = {entry.key: entry.value for entry in tensor.external_data}
+            if tensor.data_location != onnx.TensorProto.EXTERNAL or \
+                    entries["location"] == location:
+                continue
+            source = os.path.join(directory, entries["location"])
+            with open(source, "rb") as f:
+                f.seek(int(entries.get("offset", 0)))
+                length = int(entries["length"]) if "length" in entries else -1
+                data.write(bytes(-data.tell() % alignment))
+                offset = data.tell()
+                data.write(f.read(length))
+            del tensor.external_data[:]
+            for key, value in (("location", location), ("offset", str(offset)),
+                               ("length", str(data.tell() - offset))):
+                entry = tensor.external_data.add()
+                entry.key, entry.value = key, value
+            moved.append(source)
+    onnx.save(model, path)
+    for source in set(moved):
+        os.remove(source)
+
+
 def check_supported_graph(path):
     """Validate an exported model and return its op-type histogram.
 
@@ -616,6 +653,8 @@ def export_model(name, out_dir):
         with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
             json.dump({**dataclasses.asdict(cfg), "head_dim": cfg.head_dim,
                        "tied_embeddings": tied}, f, indent=2)
+    if os.path.exists(path + ".data"):
+        os.remove(path + ".data")  # gather_external_data appends to it
     with torch.no_grad():
         torch.onnx.export(
             spec.module, spec.dummy_inputs, path,
@@ -626,6 +665,8 @@ def export_model(name, out_dir):
             do_constant_folding=True,
             export_params=True,
         )
+    if has_external_data(onnx.load(path, load_external_data=False)):
+        gather_external_data(path)
     return path
 
 

@@ -13,6 +13,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPACKWEIGHTS
@@ -139,6 +140,36 @@ void rewriteUse(OpBuilder &builder, const WeightUse &use, Value packed,
   use.op->erase();
 }
 
+/// How many operations name each `dense_resource` blob of a module. Erasing
+/// the last reader of a blob empties it, so that a packed weight's original
+/// is given back (see WeightLoader) before the next weight is packed, and a
+/// model's weights are held once while it compiles, not twice.
+class BlobReaders {
+public:
+  explicit BlobReaders(ModuleOp module) {
+    module->walk([&](Operation *op) {
+      forEachBlob(op, [&](DialectResourceBlobManager::BlobEntry *blob) { ++count_[blob]; });
+    });
+  }
+
+  void erase(Operation *op) {
+    forEachBlob(op, [&](DialectResourceBlobManager::BlobEntry *blob) {
+      if (--count_[blob] == 0)
+        blob->setBlob(AsmResourceBlob());
+    });
+    op->erase();
+  }
+
+private:
+  template <typename Fn>
+  static void forEachBlob(Operation *op, Fn &&fn) {
+    op->getAttrDictionary().walk(
+        [&](DenseResourceElementsAttr attr) { fn(attr.getRawHandle().getResource()); });
+  }
+
+  llvm::DenseMap<DialectResourceBlobManager::BlobEntry *, int64_t> count_;
+};
+
 struct PackWeightsPass : public impl::KilnPackWeightsBase<PackWeightsPass> {
   using KilnPackWeightsBase::KilnPackWeightsBase;
 
@@ -147,6 +178,7 @@ struct PackWeightsPass : public impl::KilnPackWeightsBase<PackWeightsPass> {
     getOperation().walk(
         [&](ConstantOp constant) { constants.push_back(constant); });
     OpBuilder builder(&getContext());
+    BlobReaders readers(getOperation());
     for (ConstantOp constant : constants) {
       auto type = dyn_cast<RankedTensorType>(constant.getType());
       if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
@@ -175,7 +207,7 @@ struct PackWeightsPass : public impl::KilnPackWeightsBase<PackWeightsPass> {
                                                 packedType, k, n, transposed));
       for (const WeightUse &use : *uses)
         rewriteUse(builder, use, packed, n);
-      constant.erase();
+      readers.erase(constant);
     }
   }
 };

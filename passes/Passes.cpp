@@ -70,9 +70,11 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
     func.addPass(createKilnFuseRotaryEmbeddings());
   if (options.fuseGemmEpilogues)
     func.addPass(createKilnFuseGemmEpilogues());
+  // A module pass: it frees the blobs of the weights it replaced, which
+  // only the whole module can tell are unread.
   if (options.packWeights)
-    func.addPass(createKilnPackWeights());
-  func.addPass(createCanonicalizerPass());
+    pm.addPass(createKilnPackWeights());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
 }
 
 void registerKilnGraphPipeline() {

@@ -272,7 +272,7 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
-def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::func::FuncOp"> {
+def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
   let summary = "Lays constant weights out as the CPU GEMM microkernels read them";
   let description = [{
     Rewrites each constant 2-D f32 weight whose every use is a product by it
@@ -292,6 +292,12 @@ def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::func::FuncOp"> {
     `max-padding-percent` of N (a [K, 32] weight doubles): the runtime packs
     those on each call, as before. Runs after the fusions, whose patterns
     match products by weights in their ONNX layout.
+
+    It runs on the module so that it can tell when nothing names a replaced
+    `dense_resource` weight any more; it then empties that blob, which gives
+    the importer's bytes back (the parsed model's copy is freed, an external
+    file's pages are dropped), so a model's weights are held once while it
+    compiles.
 
     Example:
 

@@ -218,8 +218,21 @@ public:
                                            mlir::MLIRContext *context,
                                            std::string &error,
                                            llvm::StringRef name = "");
+  /// Like `load`, but a `dense_resource` blob made from the tensor's raw data
+  /// gives its bytes back when the compiler drops it (a weight replaced by
+  /// its packed copy): the model's copy is freed, an external file's pages
+  /// are returned to the page cache. Only for a tensor loaded once, since
+  /// its raw data is gone afterwards.
+  mlir::FailureOr<mlir::ElementsAttr> loadReleasable(onnx::TensorProto &tensor,
+                                                     mlir::MLIRContext *context,
+                                                     std::string &error);
 
 private:
+  mlir::FailureOr<mlir::ElementsAttr> load(const onnx::TensorProto &tensor,
+                                           mlir::MLIRContext *context,
+                                           std::string &error, llvm::StringRef name,
+                                           std::string *releasableRawData);
+
   struct MappedFiles;
   std::string baseDir_;
   std::shared_ptr<const void> keepAlive_;

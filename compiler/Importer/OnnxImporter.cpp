@@ -13,10 +13,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/checker.h>
 #include <algorithm>
 #include <map>
@@ -270,9 +272,9 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
   }
   builder.setInsertionPointToStart(entry);
 
-  for (const auto &init : graph.initializer()) {
+  for (onnx::TensorProto &init : *model_->mutable_graph()->mutable_initializer()) {
     std::string message;
-    auto attr = weights_.load(init, &context_, message);
+    auto attr = weights_.loadReleasable(init, &context_, message);
     if (failed(attr))
       return emitError(fileLoc) << "initializer: " << message;
     Location loc = NameLoc::get(builder.getStringAttr(init.name()), fileLoc);
@@ -393,15 +395,20 @@ OwningOpRef<ModuleOp> GraphImporter::run(std::string &errorMessage) {
 
 } // namespace
 
-OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, StringRef contents,
-                                       StringRef sourceName, StringRef baseDir,
-                                       const ImportOptions &options,
-                                       std::string &errorMessage) {
-  registerImporterDialects(context);
+namespace {
+
+std::string unparsableModelMessage(StringRef sourceName) {
+  return sourceName.str() + ": not a valid ONNX model: the protobuf could not be "
+                            "parsed (the file is truncated, corrupted or not ONNX)";
+}
+
+/// Parses `contents` as an ONNX model, binary or text (`.onnxtxt`).
+std::shared_ptr<onnx::ModelProto> parseModel(StringRef contents, StringRef sourceName,
+                                             OnnxInputFormat format,
+                                             std::string &errorMessage) {
   auto model = std::make_shared<onnx::ModelProto>();
-  bool text = options.format == OnnxInputFormat::Text ||
-              (options.format == OnnxInputFormat::Auto &&
-               sourceName.ends_with(".onnxtxt"));
+  bool text = format == OnnxInputFormat::Text ||
+              (format == OnnxInputFormat::Auto && sourceName.ends_with(".onnxtxt"));
   if (text) {
     // The parser needs a NUL-terminated string.
     std::string source = contents.str();
@@ -409,15 +416,26 @@ OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, StringRef contents,
     if (!status.IsOK()) {
       errorMessage = sourceName.str() + ": cannot parse ONNX text: " +
                      status.ErrorMessage();
-      return {};
+      return nullptr;
     }
   } else if (contents.size() > static_cast<size_t>(INT_MAX) ||
              !model->ParseFromArray(contents.data(), static_cast<int>(contents.size()))) {
-    errorMessage = sourceName.str() +
-                   ": not a valid ONNX model: the protobuf could not be parsed "
-                   "(the file is truncated, corrupted or not ONNX)";
-    return {};
+    errorMessage = unparsableModelMessage(sourceName);
+    return nullptr;
   }
+  return model;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, StringRef contents,
+                                       StringRef sourceName, StringRef baseDir,
+                                       const ImportOptions &options,
+                                       std::string &errorMessage) {
+  registerImporterDialects(context);
+  auto model = parseModel(contents, sourceName, options.format, errorMessage);
+  if (!model)
+    return {};
   GraphImporter importer(context, std::move(model), sourceName, baseDir, options);
   return importer.run(errorMessage);
 }
@@ -425,20 +443,48 @@ OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext &context, StringRef contents,
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
                                      const ImportOptions &options,
                                      std::string &errorMessage) {
-  auto buffer = path == "-" ? llvm::MemoryBuffer::getSTDIN()
-                            : llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                                          /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    errorMessage = path.str() + ": cannot read: " + buffer.getError().message();
-    return {};
+  registerImporterDialects(context);
+  std::shared_ptr<onnx::ModelProto> model;
+  bool text = options.format == OnnxInputFormat::Text ||
+              (options.format == OnnxInputFormat::Auto && path.ends_with(".onnxtxt"));
+  if (path == "-" || text) {
+    auto buffer = path == "-" ? llvm::MemoryBuffer::getSTDIN()
+                              : llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                                            /*RequiresNullTerminator=*/false);
+    if (!buffer) {
+      errorMessage = path.str() + ": cannot read: " + buffer.getError().message();
+      return {};
+    }
+    model = parseModel((*buffer)->getBuffer(), path, options.format, errorMessage);
+  } else {
+    // A binary model is parsed as it is read, never mapped whole: the
+    // parsed model holds a copy of its weights, and the file's pages would
+    // be a second.
+    int fd = -1;
+    std::error_code ec = llvm::sys::fs::is_directory(path)
+                             ? std::make_error_code(std::errc::is_a_directory)
+                             : llvm::sys::fs::openFileForRead(path, fd);
+    if (ec) {
+      errorMessage = path.str() + ": cannot read: " + ec.message();
+      return {};
+    }
+    google::protobuf::io::FileInputStream stream(fd);
+    stream.SetCloseOnDelete(true);
+    model = std::make_shared<onnx::ModelProto>();
+    if (!model->ParseFromZeroCopyStream(&stream)) {
+      errorMessage = unparsableModelMessage(path);
+      model = nullptr;
+    }
   }
+  if (!model)
+    return {};
   llvm::SmallString<256> baseDir(path == "-" ? "." : path);
   if (path != "-")
     llvm::sys::path::remove_filename(baseDir);
   if (baseDir.empty())
     baseDir = ".";
-  return importOnnxBuffer(context, (*buffer)->getBuffer(), path, baseDir, options,
-                          errorMessage);
+  GraphImporter importer(context, std::move(model), path, baseDir, options);
+  return importer.run(errorMessage);
 }
 
 } // namespace kiln

@@ -13,10 +13,15 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <functional>
 #include <map>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace mlir;
 
@@ -90,6 +95,18 @@ std::vector<char> typedFieldBytes(const onnx::TensorProto &tensor, int64_t count
     break;
   }
   return bytes;
+}
+
+/// Drops the pages that lie wholly inside `bytes`, a range of a read-only
+/// file mapping, from the process: the page cache keeps them, and a later
+/// read faults them back in. Pages shared with neighbouring tensors stay.
+void dropFilePages(ArrayRef<char> bytes) {
+  uintptr_t pageSize = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uintptr_t begin = llvm::alignTo(reinterpret_cast<uintptr_t>(bytes.data()), pageSize);
+  uintptr_t end = llvm::alignDown(reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size(),
+                                  pageSize);
+  if (begin < end)
+    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 bool isAligned(const char *data, size_t alignment) {
@@ -199,6 +216,20 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
                                            MLIRContext *context,
                                            std::string &error,
                                            StringRef tensorName) {
+  return load(tensor, context, error, tensorName, /*releasableRawData=*/nullptr);
+}
+
+FailureOr<ElementsAttr> WeightLoader::loadReleasable(onnx::TensorProto &tensor,
+                                                     MLIRContext *context,
+                                                     std::string &error) {
+  return load(tensor, context, error, tensor.name(),
+              tensor.has_raw_data() ? tensor.mutable_raw_data() : nullptr);
+}
+
+FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
+                                           MLIRContext *context,
+                                           std::string &error, StringRef tensorName,
+                                           std::string *releasableRawData) {
   if (tensorName.empty())
     tensorName = tensor.name();
   std::string name = "tensor '" + tensorName.str() + "'";
@@ -218,6 +249,8 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
   // Locate the bytes: external file, raw_data, or converted typed fields.
   ArrayRef<char> bytes;
   std::shared_ptr<const void> owner;
+  // Gives the bytes back once the blob that views them is dropped.
+  std::function<void()> release;
   std::vector<char> converted;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
@@ -272,9 +305,13 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
     }
     bytes = ArrayRef<char>(file->getBufferStart() + offset, used);
     owner = file;
+    if (file->getBufferKind() == llvm::MemoryBuffer::MemoryBuffer_MMap)
+      release = [bytes] { dropFilePages(bytes); };
   } else if (tensor.has_raw_data()) {
     bytes = ArrayRef<char>(tensor.raw_data().data(), tensor.raw_data().size());
     owner = keepAlive_;
+    if (releasableRawData)
+      release = [releasableRawData] { std::string().swap(*releasableRawData); };
   } else {
     converted = typedFieldBytes(tensor, count);
     bytes = converted;
@@ -302,7 +339,11 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
     while (alignment < 64 && isAligned(bytes.data(), alignment * 2))
       alignment *= 2;
     blob = AsmResourceBlob(bytes, alignment,
-                           [owner](void *, size_t, size_t) mutable { owner.reset(); },
+                           [owner, release](void *, size_t, size_t) mutable {
+                             if (release)
+                               release();
+                             owner.reset();
+                           },
                            /*dataIsMutable=*/false);
   } else {
     blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, std::max<size_t>(width, 16));

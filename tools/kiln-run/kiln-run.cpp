@@ -5,7 +5,8 @@
 //
 // FILE is .npy or an ONNX TensorProto .pb. Outputs are written as
 // DIR/<output name>.npy. With --benchmark, N timed runs follow W warm-up runs
-// and min/median/p90/p99 latencies are printed. Any error is printed with what
+// and min/median/p90/p99 latencies are printed. The time to load the artifact
+// and create its session is printed as "load". Any error is printed with what
 // it concerns and the exit code is 1.
 //
 //===----------------------------------------------------------------------===//
@@ -133,8 +134,12 @@ int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
   try {
     kiln::Instance instance(options.threads);
+    auto loadStart = std::chrono::steady_clock::now();
     kiln::Model model(instance, options.model);
     kiln::Session session(model);
+    double loadMs = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - loadStart)
+                        .count();
 
     std::vector<kiln::tools::HostTensor> tensors(options.inputs.size());
     std::vector<bool> bound(model.inputCount(), false);
@@ -192,6 +197,7 @@ int main(int argc, char **argv) {
       if (!kiln::tools::writeNpy(options.outputDir + "/" + name + ".npy", host, error))
         fail(error);
     }
+    std::printf("load: %.3f ms\n", loadMs);
     std::printf("first run: %.3f ms\n", firstMs);
 
     if (options.benchmarkRuns > 0) {
