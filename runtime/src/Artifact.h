@@ -4,11 +4,14 @@
 
 #include "kiln/runtime.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace kiln::rt {
+
+class ThreadPool;
 
 struct TensorInfo {
   std::string name;
@@ -28,12 +31,22 @@ struct WeightInfo {
 /// after another.
 using EntryFunction = void (*)(void **arguments, void *results);
 
+/// Below this many bytes, checksumOnPool checksums on the calling thread.
+inline constexpr uint64_t kParallelChecksumBytes = uint64_t(64) << 20;
+
+/// artifact::computeChecksum of a whole file, split over `pool` (may be
+/// null) when it is big: each thread pages in and checksums one contiguous
+/// part, and zlib combines the parts in order. Loading a model of gigabytes
+/// is then bound by paging it in, not by one core's CRC.
+uint32_t checksumOnPool(const uint8_t *bytes, uint64_t size, ThreadPool *pool);
+
 /// A validated artifact: its file is mapped read-only and its code loaded.
 class Artifact {
 public:
-  /// Maps and validates `path` (see docs/artifact-format.md); on failure
-  /// returns a status naming the file and the culprit.
-  static kiln_status_t load(const std::string &path,
+  /// Maps and validates `path` (see docs/artifact-format.md), checksumming
+  /// it on `pool`'s threads (may be null); on failure returns a status
+  /// naming the file and the culprit.
+  static kiln_status_t load(const std::string &path, ThreadPool *pool,
                             std::unique_ptr<Artifact> &artifact);
   ~Artifact();
 

@@ -402,7 +402,8 @@ kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,
                       "kiln_model_load_file: instance, path and out_model must not be NULL");
   *out_model = nullptr;
   std::unique_ptr<kiln::rt::Artifact> artifact;
-  if (kiln_status_t status = kiln::rt::Artifact::load(path, artifact))
+  if (kiln_status_t status =
+          kiln::rt::Artifact::load(path, instance->pool.get(), artifact))
     return status;
   *out_model = new kiln_model_s{instance, std::move(artifact)};
   return nullptr;
