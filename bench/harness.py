@@ -95,19 +95,26 @@ def output_names(model_path):
 def run_command(command, usage=None):
     """Runs `command` and returns its stdout, raising on failure. When `usage`
     is a dict, usage["max_rss_mb"] receives the process's peak resident set
-    size (MiB), from the rusage that wait4 reports for it alone."""
-    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
-        process = subprocess.Popen(command, stdout=stdout, stderr=stderr, text=True)
-        _, status, rusage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
+    size (MiB), as GNU time reports it.
+
+    Not from this process's own wait4: Linux carries the resident set a
+    process had when it was forked into the peak it reports after exec, so a
+    child of this Python (which may hold a whole model it read) would report
+    at least Python's size. GNU time forks the command from its own small
+    process."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr, \
+            tempfile.NamedTemporaryFile("r") as peak:
+        if usage is not None:
+            command = ["/usr/bin/time", "-f", "%M", "-o", peak.name, *command]
+        process = subprocess.run(command, stdout=stdout, stderr=stderr, text=True)
         stdout.seek(0)
         stderr.seek(0)
         out, err = stdout.read(), stderr.read()
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n"
-                           f"{out}{err}")
-    if usage is not None:
-        usage["max_rss_mb"] = rusage.ru_maxrss / 1024.0  # Linux reports KiB
+        if process.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n"
+                               f"{out}{err}")
+        if usage is not None:
+            usage["max_rss_mb"] = int(peak.read().split()[-1]) / 1024.0  # KiB
     return out
 
 

@@ -21,6 +21,8 @@ packages=(
   clang-19 libclang-rt-19-dev
   # models/export.py and the export test: Debian's interpreter with torch and onnx
   python3 python3-onnx python3-numpy python3-torch
+  # bench/: the peak resident set of each process (GNU time)
+  time
 )
 # Node.js runs ONNX Runtime from npm (bench/ort), the correctness oracle and
 # peer. The machine image may carry its own; apt is asked only when it has none.
