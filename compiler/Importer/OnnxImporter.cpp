@@ -402,14 +402,17 @@ std::string unparsableModelMessage(StringRef sourceName) {
                             "parsed (the file is truncated, corrupted or not ONNX)";
 }
 
+bool isTextModel(OnnxInputFormat format, StringRef sourceName) {
+  return format == OnnxInputFormat::Text ||
+         (format == OnnxInputFormat::Auto && sourceName.ends_with(".onnxtxt"));
+}
+
 /// Parses `contents` as an ONNX model, binary or text (`.onnxtxt`).
 std::shared_ptr<onnx::ModelProto> parseModel(StringRef contents, StringRef sourceName,
                                              OnnxInputFormat format,
                                              std::string &errorMessage) {
   auto model = std::make_shared<onnx::ModelProto>();
-  bool text = format == OnnxInputFormat::Text ||
-              (format == OnnxInputFormat::Auto && sourceName.ends_with(".onnxtxt"));
-  if (text) {
+  if (isTextModel(format, sourceName)) {
     // The parser needs a NUL-terminated string.
     std::string source = contents.str();
     auto status = onnx::OnnxParser::Parse(*model, source.c_str());
@@ -421,6 +424,29 @@ std::shared_ptr<onnx::ModelProto> parseModel(StringRef contents, StringRef sourc
   } else if (contents.size() > static_cast<size_t>(INT_MAX) ||
              !model->ParseFromArray(contents.data(), static_cast<int>(contents.size()))) {
     errorMessage = unparsableModelMessage(sourceName);
+    return nullptr;
+  }
+  return model;
+}
+
+/// Parses the binary model at `path` as it is read, never mapping it whole:
+/// the parsed model holds a copy of its weights, and the file's pages would
+/// be a second.
+std::shared_ptr<onnx::ModelProto> readBinaryModel(StringRef path,
+                                                  std::string &errorMessage) {
+  int fd = -1;
+  std::error_code ec = llvm::sys::fs::is_directory(path)
+                           ? std::make_error_code(std::errc::is_a_directory)
+                           : llvm::sys::fs::openFileForRead(path, fd);
+  if (ec) {
+    errorMessage = path.str() + ": cannot read: " + ec.message();
+    return nullptr;
+  }
+  google::protobuf::io::FileInputStream stream(fd);
+  stream.SetCloseOnDelete(true);
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (!model->ParseFromZeroCopyStream(&stream)) {
+    errorMessage = unparsableModelMessage(path);
     return nullptr;
   }
   return model;
@@ -445,9 +471,7 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
                                      std::string &errorMessage) {
   registerImporterDialects(context);
   std::shared_ptr<onnx::ModelProto> model;
-  bool text = options.format == OnnxInputFormat::Text ||
-              (options.format == OnnxInputFormat::Auto && path.ends_with(".onnxtxt"));
-  if (path == "-" || text) {
+  if (path == "-" || isTextModel(options.format, path)) {
     auto buffer = path == "-" ? llvm::MemoryBuffer::getSTDIN()
                               : llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                                             /*RequiresNullTerminator=*/false);
@@ -457,24 +481,7 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, StringRef path,
     }
     model = parseModel((*buffer)->getBuffer(), path, options.format, errorMessage);
   } else {
-    // A binary model is parsed as it is read, never mapped whole: the
-    // parsed model holds a copy of its weights, and the file's pages would
-    // be a second.
-    int fd = -1;
-    std::error_code ec = llvm::sys::fs::is_directory(path)
-                             ? std::make_error_code(std::errc::is_a_directory)
-                             : llvm::sys::fs::openFileForRead(path, fd);
-    if (ec) {
-      errorMessage = path.str() + ": cannot read: " + ec.message();
-      return {};
-    }
-    google::protobuf::io::FileInputStream stream(fd);
-    stream.SetCloseOnDelete(true);
-    model = std::make_shared<onnx::ModelProto>();
-    if (!model->ParseFromZeroCopyStream(&stream)) {
-      errorMessage = unparsableModelMessage(path);
-      model = nullptr;
-    }
+    model = readBinaryModel(path, errorMessage);
   }
   if (!model)
     return {};
