@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make demo: compiles the bundled default model into an artifact and runs it
-# with kiln-run on random inputs, printing the outputs' summary and latencies.
+# make demo: compiles the bundled default model into an artifact, runs it
+# with kiln-run on random inputs, printing the outputs' summary and latencies,
+# then generates tokens for several prompts at once through the generation
+# engine (kiln-generate), streaming each token as it comes.
 set -euo pipefail
 build="${1:-build}"
 model="${2:-models/exports/gpt2_tiny.onnx}"
@@ -19,3 +21,8 @@ flags=$(/usr/bin/python3 bench/make_inputs.py "$model" --batch 1 --sequence 16 \
 # shellcheck disable=SC2086 # flags is a list of --input NAME=FILE pairs
 "$build/bin/kiln-run" "$demo/model.kiln" $flags --output-dir "$demo/outputs" \
   --benchmark 20
+
+echo "== kiln-generate: three requests at once through the generation engine, streamed"
+"$build/bin/kiln-generate" "$demo/model.kiln" --prompt-ids 1,2,3,4,5 \
+  --prompt-ids 17,42,99 --prompt-ids 7 --max-tokens 8 --temperature 0.8 \
+  --top-p 0.95 --seed 1 --stream --stats

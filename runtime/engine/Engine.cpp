@@ -86,6 +86,7 @@ kiln_status_t Engine::create(kiln_model_t *model,
   engine->stats_.num_blocks_free = (int32_t)numBlocks;
   engine->stats_.block_size = options.block_size;
   engine->stats_.max_model_len = (int32_t)shape.maxModelLen;
+  engine->stats_.max_num_seqs = maxNumSeqs;
   out = std::move(engine);
   return nullptr;
 }

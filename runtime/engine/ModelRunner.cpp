@@ -44,6 +44,17 @@ int32_t layerIndex(const std::string &name, const std::string &prefix,
   return std::stoi(digits);
 }
 
+// "PREFIX N.key" or "PREFIX N.value": the layer N, with `kv` 0 for the key
+// and 1 for the value; -1 for any other name.
+int32_t kvLayerIndex(const std::string &name, const std::string &prefix, int &kv) {
+  for (kv = 0; kv < 2; ++kv) {
+    int32_t layer = layerIndex(name, prefix, kv ? ".value" : ".key");
+    if (layer >= 0)
+      return layer;
+  }
+  return -1;
+}
+
 } // namespace
 
 std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
@@ -75,12 +86,8 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
                                   : positionIds) = i;
       continue;
     }
-    int32_t layer = layerIndex(name, "past_key_values.", ".key");
-    int32_t kv = 0;
-    if (layer < 0) {
-      layer = layerIndex(name, "past_key_values.", ".value");
-      kv = 1;
-    }
+    int kv = 0;
+    int32_t layer = kvLayerIndex(name, "past_key_values.", kv);
     if (layer < 0)
       return fail("input '" + name + "' is none of input_ids, attention_mask, "
                   "position_ids and past_key_values.N.key/.value");
@@ -104,12 +111,8 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
       logits = i;
       continue;
     }
-    int32_t layer = layerIndex(name, "present.", ".key");
-    int32_t kv = 0;
-    if (layer < 0) {
-      layer = layerIndex(name, "present.", ".value");
-      kv = 1;
-    }
+    int kv = 0;
+    int32_t layer = kvLayerIndex(name, "present.", kv);
     if (layer < 0)
       return fail("output '" + name + "' is neither logits nor present.N.key/.value");
     presents.try_emplace(layer, std::array<int32_t, 2>{-1, -1})

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/engine.hpp"
+#include "tools/common/EngineFlags.h"
 
 #include <nlohmann/json.hpp>
 
@@ -39,60 +40,12 @@ const char *kUsage =
     "  --stop-ids IDS            stop after any of these tokens\n"
     "  --logprobs N              the chosen token's and the N most likely\n"
     "                            tokens' log-probabilities (--json)\n"
-    "Engine:\n"
-    "  --threads N               worker threads (0: one per core)\n"
-    "  --block-size N            tokens per KV block (default 16)\n"
-    "  --kv-cache-bytes N        the KV pool (default: max-num-seqs full sequences)\n"
-    "  --max-num-seqs N          running sequences at most\n"
-    "  --max-num-batched-tokens N  tokens per step (default 512)\n"
-    "  --no-prefix-caching       do not share the blocks of equal prefixes\n"
     "Output:\n"
     "  --json                    one JSON line per request\n"
     "  --stream                  print each token as it is generated\n"
     "  --stats                   print the engine's counters to stderr\n";
-
-[[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "kiln-generate: error: %s\n", message.c_str());
-  std::exit(1);
-}
-
-std::string valueOf(int &i, int argc, char **argv) {
-  if (i + 1 >= argc)
-    fail(std::string(argv[i]) + " expects a value");
-  return argv[++i];
-}
-
-double parseNumber(const std::string &flag, const std::string &text) {
-  char *end = nullptr;
-  double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end || !std::isfinite(value))
-    fail(flag + " expects a number, got '" + text + "'");
-  return value;
-}
-
-int64_t parseInteger(const std::string &flag, const std::string &text,
-                     int64_t min, int64_t max) {
-  char *end = nullptr;
-  long long value = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || value < min || value > max)
-    fail(flag + " expects an integer in [" + std::to_string(min) + ", " +
-         std::to_string(max) + "], got '" + text + "'");
-  return value;
-}
-
-std::vector<int64_t> parseIds(const std::string &flag, const std::string &text) {
-  std::vector<int64_t> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos)
-      comma = text.size();
-    ids.push_back(parseInteger(flag, text.substr(start, comma - start), 0,
-                               INT64_MAX));
-    start = comma + 1;
-  }
-  return ids;
-}
+const std::string kFullUsage =
+    std::string(kUsage) + kiln::tools::FlagReader::kEngineUsage;
 
 const char *finishName(kiln_finish_reason_t reason) {
   switch (reason) {
@@ -122,49 +75,38 @@ int main(int argc, char **argv) {
   int threads = 0;
   bool json = false, stream = false, printStats = false;
 
+  kiln::tools::FlagReader flags("kiln-generate", argc, argv);
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kFullUsage.c_str(), stdout);
       return 0;
+    } else if (flags.engineOption(i, options, threads)) {
     } else if (arg == "--prompt-ids") {
-      prompts.push_back(parseIds(arg, valueOf(i, argc, argv)));
+      prompts.push_back(flags.ids(i));
     } else if (arg == "--max-tokens") {
-      params.max_tokens = (int32_t)parseInteger(arg, valueOf(i, argc, argv), 1, INT32_MAX);
+      params.max_tokens = (int32_t)flags.integer(i, 1, INT32_MAX);
     } else if (arg == "--temperature") {
-      params.temperature = (float)parseNumber(arg, valueOf(i, argc, argv));
+      params.temperature = (float)flags.number(i);
     } else if (arg == "--top-k") {
-      params.top_k = (int32_t)parseInteger(arg, valueOf(i, argc, argv), 0, INT32_MAX);
+      params.top_k = (int32_t)flags.integer(i, 0, INT32_MAX);
     } else if (arg == "--top-p") {
-      params.top_p = (float)parseNumber(arg, valueOf(i, argc, argv));
+      params.top_p = (float)flags.number(i);
     } else if (arg == "--min-p") {
-      params.min_p = (float)parseNumber(arg, valueOf(i, argc, argv));
+      params.min_p = (float)flags.number(i);
     } else if (arg == "--repetition-penalty") {
-      params.repetition_penalty = (float)parseNumber(arg, valueOf(i, argc, argv));
+      params.repetition_penalty = (float)flags.number(i);
     } else if (arg == "--presence-penalty") {
-      params.presence_penalty = (float)parseNumber(arg, valueOf(i, argc, argv));
+      params.presence_penalty = (float)flags.number(i);
     } else if (arg == "--frequency-penalty") {
-      params.frequency_penalty = (float)parseNumber(arg, valueOf(i, argc, argv));
+      params.frequency_penalty = (float)flags.number(i);
     } else if (arg == "--seed") {
-      params.seed = (uint64_t)parseInteger(arg, valueOf(i, argc, argv), 0, INT64_MAX);
+      params.seed = (uint64_t)flags.integer(i, 0, INT64_MAX);
       params.has_seed = 1;
     } else if (arg == "--stop-ids") {
-      stopIds = parseIds(arg, valueOf(i, argc, argv));
+      stopIds = flags.ids(i);
     } else if (arg == "--logprobs") {
-      params.logprobs = (int32_t)parseInteger(arg, valueOf(i, argc, argv), 0, 20);
-    } else if (arg == "--threads") {
-      threads = (int)parseInteger(arg, valueOf(i, argc, argv), 0, 1024);
-    } else if (arg == "--block-size") {
-      options.block_size = (int32_t)parseInteger(arg, valueOf(i, argc, argv), 1, 4096);
-    } else if (arg == "--kv-cache-bytes") {
-      options.kv_cache_bytes = (uint64_t)parseInteger(arg, valueOf(i, argc, argv), 1, INT64_MAX);
-    } else if (arg == "--max-num-seqs") {
-      options.max_num_seqs = (int32_t)parseInteger(arg, valueOf(i, argc, argv), 1, INT32_MAX);
-    } else if (arg == "--max-num-batched-tokens") {
-      options.max_num_batched_tokens =
-          (int32_t)parseInteger(arg, valueOf(i, argc, argv), 1, INT32_MAX);
-    } else if (arg == "--no-prefix-caching") {
-      options.enable_prefix_caching = 0;
+      params.logprobs = (int32_t)flags.integer(i, 0, 20);
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "--stream") {
@@ -172,17 +114,17 @@ int main(int argc, char **argv) {
     } else if (arg == "--stats") {
       printStats = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      fail("unknown option '" + arg + "'\n" + kUsage);
+      flags.fail("unknown option '" + arg + "'\n" + kFullUsage);
     } else if (modelPath.empty()) {
       modelPath = arg;
     } else {
-      fail("more than one model given ('" + modelPath + "' and '" + arg + "')");
+      flags.fail("more than one model given ('" + modelPath + "' and '" + arg + "')");
     }
   }
   if (modelPath.empty())
-    fail(std::string("no model given\n") + kUsage);
+    flags.fail("no model given\n" + kFullUsage);
   if (prompts.empty())
-    fail("no prompt given: pass --prompt-ids IDS at least once");
+    flags.fail("no prompt given: pass --prompt-ids IDS at least once");
   params.stop_token_ids = stopIds.data();
   params.num_stop_token_ids = (int32_t)stopIds.size();
 
@@ -225,7 +167,7 @@ int main(int argc, char **argv) {
       try {
         engine.addRequest(prompts[index], params, onEvent);
       } catch (const kiln::Error &e) {
-        fail("prompt " + std::to_string(index) + ": " + e.what());
+        flags.fail("prompt " + std::to_string(index) + ": " + e.what());
       }
     }
     while (engine.step() > 0) {
@@ -245,7 +187,7 @@ int main(int argc, char **argv) {
                    stats.num_blocks_cached);
     }
   } catch (const kiln::Error &e) {
-    fail(e.what());
+    flags.fail(e.what());
   }
 
   bool failed = false;

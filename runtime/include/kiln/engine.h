@@ -128,6 +128,7 @@ typedef struct kiln_engine_stats_s {
   int32_t num_blocks_cached; /* free blocks that still hold a cached prefix */
   int32_t block_size;
   int32_t max_model_len;     /* the longest sequence, prompt and output */
+  int32_t max_num_seqs;      /* running sequences at most */
   uint64_t num_preemptions;
   uint64_t num_steps;
   /* Tokens run through the model: prompts, decodes and recomputes. */
