@@ -51,3 +51,24 @@ TEST(RunBufferTrackerTest, KeepsTheOutputsOfACompletedRun) {
 }
 
 } // namespace
+
+// A large buffer is reused for a request up to a quarter smaller, so that a
+// decode loop's buffers, which grow by a row a step, stay in the pool; a
+// request beyond that, or larger than the cached buffer, gets another.
+TEST(BufferPoolTest, ReusesALargeBufferForASlightlySmallerRequest) {
+  const size_t large = 10 * 1024 * 1024;
+  void *first = allocateBuffer(64, large);
+  ASSERT_NE(first, nullptr);
+  releaseBuffer(first);
+  void *smaller = allocateBuffer(64, large - 1024 * 1024);
+  EXPECT_EQ(smaller, first) << "within a quarter of the cached size";
+  releaseBuffer(smaller);
+  void *muchSmaller = allocateBuffer(64, large / 2);
+  EXPECT_NE(muchSmaller, first) << "half the size takes its own buffer";
+  void *again = allocateBuffer(64, large);
+  EXPECT_EQ(again, first) << "the cached buffer is still there, in its class";
+  void *larger = allocateBuffer(64, large + 1);
+  EXPECT_NE(larger, first);
+  for (void *buffer : {muchSmaller, again, larger})
+    releaseBuffer(buffer);
+}
