@@ -1,14 +1,20 @@
-// The kiln_engine_* C API over kiln::engine::Engine. No C++ exception
-// crosses it.
+// The kiln_engine_* and kiln_batcher_* C API over kiln::engine::Engine and
+// DynamicBatcher. No C++ exception crosses it.
+#include "DynamicBatcher.h"
 #include "Engine.h"
 
 #include "runtime/src/Status.h"
 
+using kiln::engine::DynamicBatcher;
 using kiln::engine::Engine;
 using kiln::rt::makeStatus;
 
 struct kiln_engine_s {
   std::unique_ptr<Engine> engine;
+};
+
+struct kiln_batcher_s {
+  std::unique_ptr<DynamicBatcher> batcher;
 };
 
 namespace {
@@ -112,6 +118,52 @@ kiln_status_t kiln_engine_get_stats(kiln_engine_t *engine,
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
                       "kiln_engine_get_stats: engine and out_stats must not be NULL");
   *out_stats = engine->engine->stats();
+  return nullptr;
+}
+
+void kiln_batcher_options_init(kiln_batcher_options_t *options) {
+  if (!options)
+    return;
+  *options = {};
+  options->max_queue_delay_us = 1000;
+}
+
+kiln_status_t kiln_batcher_create(kiln_model_t *model,
+                                  const kiln_batcher_options_t *options,
+                                  kiln_batcher_t **out_batcher) {
+  if (!model || !out_batcher)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_batcher_create: model and out_batcher must not be NULL");
+  return guarded("kiln_batcher_create", [&]() -> kiln_status_t {
+    kiln_batcher_options_t defaults;
+    kiln_batcher_options_init(&defaults);
+    std::unique_ptr<DynamicBatcher> batcher;
+    if (kiln_status_t status =
+            DynamicBatcher::create(model, options ? *options : defaults, batcher))
+      return status;
+    *out_batcher = new kiln_batcher_s{std::move(batcher)};
+    return nullptr;
+  });
+}
+
+void kiln_batcher_release(kiln_batcher_t *batcher) { delete batcher; }
+
+kiln_status_t kiln_batcher_submit(kiln_batcher_t *batcher, const kiln_tensor_t *inputs,
+                                  int32_t num_inputs, kiln_batcher_callback_t callback,
+                                  void *user_data) {
+  if (!batcher)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "kiln_batcher_submit: batcher is NULL");
+  return guarded("kiln_batcher_submit", [&] {
+    return batcher->batcher->submit(inputs, num_inputs, callback, user_data);
+  });
+}
+
+kiln_status_t kiln_batcher_get_stats(kiln_batcher_t *batcher,
+                                     kiln_batcher_stats_t *out_stats) {
+  if (!batcher || !out_stats)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_batcher_get_stats: batcher and out_stats must not be NULL");
+  *out_stats = batcher->batcher->stats();
   return nullptr;
 }
 

@@ -1,7 +1,8 @@
-/* Kiln generation engine C API: serves many generation requests at once over
- * one loaded decoder artifact, with a paged KV cache, continuous batching,
- * chunked prefill, preemption and prefix caching (docs/architecture.md,
- * "The generation engine").
+/* Kiln serving C API: the generation engine, which serves many generation
+ * requests at once over one loaded decoder artifact, with a paged KV cache,
+ * continuous batching, chunked prefill, preemption and prefix caching; and
+ * the dynamic batcher, which groups single requests to any model (below).
+ * docs/architecture.md, "The generation engine".
  *
  * The engine takes a decoder with the optimum KV-cache interface: inputs
  * input_ids [batch, sequence], attention_mask [batch, total_sequence],
@@ -185,6 +186,67 @@ KILN_API void kiln_engine_stop(kiln_engine_t *engine);
 
 KILN_API kiln_status_t kiln_engine_get_stats(kiln_engine_t *engine,
                                              kiln_engine_stats_t *out_stats);
+
+/*===------------------------------------------------------------------===*/
+/* Dynamic batching (any model, encoders first)                            */
+/*===------------------------------------------------------------------===*/
+
+/* Queues single requests to a model and runs them together, as Triton's
+ * dynamic batcher does: a batch runs when max_batch_size requests wait, or
+ * when the oldest has waited max_queue_delay_us. Every input's dim 0 is the
+ * batch; a request brings one item (dim 0 of size 1). Other dims may differ
+ * between requests: each input is padded with zeros at the end of those
+ * dims to the batch's largest, and each output is cut back to the request's
+ * own sizes, matched by dim name (an output dim named "sequence" takes the
+ * size of the request's inputs' "sequence"). Zero padding is right for
+ * models whose padding is masked by an input (a Hugging Face encoder's
+ * attention_mask); a model without such a mask should get requests of one
+ * shape.
+ *
+ * Thread safety: kiln_batcher_submit and kiln_batcher_get_stats may be
+ * called from any thread; callbacks run on the batcher's thread.
+ */
+typedef struct kiln_batcher_s kiln_batcher_t;
+
+typedef struct kiln_batcher_options_s {
+  /* Requests in one run at most; 0 (the default): the model's batch bound,
+   * at most 64. */
+  int32_t max_batch_size;
+  /* How long the oldest waiting request may wait for others. Default 1000. */
+  int64_t max_queue_delay_us;
+} kiln_batcher_options_t;
+
+/* Called once per request on the batcher's thread: status NULL and the
+ * request's outputs (in model output order, valid during the call), or a
+ * status (owned by the batcher) saying why its batch failed. */
+typedef void (*kiln_batcher_callback_t)(void *user_data, kiln_status_t status,
+                                        const kiln_tensor_t *outputs,
+                                        int32_t num_outputs);
+
+typedef struct kiln_batcher_stats_s {
+  uint64_t num_requests;
+  uint64_t num_batches;
+  int32_t largest_batch;
+  int32_t num_waiting;
+} kiln_batcher_stats_t;
+
+KILN_API void kiln_batcher_options_init(kiln_batcher_options_t *options);
+/* Starts the batcher's thread over `model`, which must outlive it. */
+KILN_API kiln_status_t kiln_batcher_create(kiln_model_t *model,
+                                           const kiln_batcher_options_t *options,
+                                           kiln_batcher_t **out_batcher);
+/* Runs what is queued, then stops; every request gets its callback. */
+KILN_API void kiln_batcher_release(kiln_batcher_t *batcher);
+/* Queues one request: `inputs` in model input order, each with dim 0 of
+ * size 1, copied. Refuses (INVALID_ARGUMENT, naming the input) a count,
+ * dtype, rank or size the model does not accept. */
+KILN_API kiln_status_t kiln_batcher_submit(kiln_batcher_t *batcher,
+                                           const kiln_tensor_t *inputs,
+                                           int32_t num_inputs,
+                                           kiln_batcher_callback_t callback,
+                                           void *user_data);
+KILN_API kiln_status_t kiln_batcher_get_stats(kiln_batcher_t *batcher,
+                                              kiln_batcher_stats_t *out_stats);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,6 +1,7 @@
-// Kiln generation engine C++ wrapper: an RAII Engine over kiln_engine_*, with
-// failures thrown as kiln::Error and events delivered to std::function
-// callbacks. Thread safety is that of the C API (engine.h).
+// Kiln serving C++ wrapper: an RAII Engine over kiln_engine_*, with failures
+// thrown as kiln::Error and events delivered to std::function callbacks, and
+// a DynamicBatcher over kiln_batcher_* whose requests return futures. Thread
+// safety is that of the C API (engine.h).
 #ifndef KILN_ENGINE_HPP
 #define KILN_ENGINE_HPP
 
@@ -8,6 +9,7 @@
 #include "kiln/runtime.hpp"
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -99,6 +101,76 @@ private:
   // Declared last, so destroyed first: releasing the engine stops its loop
   // before the callbacks it might call go.
   std::unique_ptr<kiln_engine_t, Release> handle_;
+};
+
+/// A dynamic batcher (kiln_batcher_*): submit() queues one request and
+/// returns a future of its outputs; it throws kiln::Error when the request
+/// is refused, and the future does when its run failed.
+class DynamicBatcher {
+public:
+  /// One output of a request: its shape and bytes.
+  struct Output {
+    kiln_dtype_t dtype;
+    std::vector<int64_t> shape;
+    std::vector<char> data;
+    template <typename T> const T *as() const {
+      return reinterpret_cast<const T *>(data.data());
+    }
+  };
+
+  explicit DynamicBatcher(const Model &model, int32_t maxBatchSize = 0,
+                          int64_t maxQueueDelayUs = 1000) {
+    kiln_batcher_options_t options;
+    kiln_batcher_options_init(&options);
+    options.max_batch_size = maxBatchSize;
+    options.max_queue_delay_us = maxQueueDelayUs;
+    kiln_batcher_t *batcher = nullptr;
+    check(kiln_batcher_create(model.get(), &options, &batcher));
+    handle_.reset(batcher);
+  }
+
+  std::future<std::vector<Output>> submit(const std::vector<kiln_tensor_t> &inputs) {
+    auto promise = new std::promise<std::vector<Output>>();
+    std::future<std::vector<Output>> result = promise->get_future();
+    kiln_status_t status = kiln_batcher_submit(handle_.get(), inputs.data(),
+                                               (int32_t)inputs.size(), &answer, promise);
+    if (status) {
+      delete promise;
+      check(status);
+    }
+    return result;
+  }
+  kiln_batcher_stats_t stats() const {
+    kiln_batcher_stats_t stats;
+    check(kiln_batcher_get_stats(handle_.get(), &stats));
+    return stats;
+  }
+
+private:
+  static void answer(void *userData, kiln_status_t status, const kiln_tensor_t *outputs,
+                     int32_t numOutputs) {
+    std::unique_ptr<std::promise<std::vector<Output>>> promise(
+        static_cast<std::promise<std::vector<Output>> *>(userData));
+    if (status) {
+      promise->set_exception(std::make_exception_ptr(
+          Error(kiln_status_code(status), kiln_status_message(status))));
+      return;
+    }
+    std::vector<Output> results;
+    for (int32_t i = 0; i < numOutputs; ++i) {
+      const char *bytes = static_cast<const char *>(outputs[i].data);
+      results.push_back({outputs[i].dtype,
+                         std::vector<int64_t>(outputs[i].shape,
+                                              outputs[i].shape + outputs[i].rank),
+                         std::vector<char>(bytes, bytes + outputs[i].byte_size)});
+    }
+    promise->set_value(std::move(results));
+  }
+
+  struct Release {
+    void operator()(kiln_batcher_t *p) const { kiln_batcher_release(p); }
+  };
+  std::unique_ptr<kiln_batcher_t, Release> handle_;
 };
 
 } // namespace kiln
