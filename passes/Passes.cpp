@@ -74,6 +74,8 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
   // only the whole module can tell are unread.
   if (options.packWeights)
     pm.addPass(createKilnPackWeights());
+  if (options.pagedKvBlockSize > 0)
+    pm.addPass(createKilnPageKvCache({options.pagedKvBlockSize}));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
 }
 

@@ -38,6 +38,10 @@ struct OptimizationOptions {
   /// Constant weights laid out for the CPU GEMM microkernels
   /// (kiln-pack-weights), after the fusions.
   bool packWeights = true;
+  /// 0: the decoder keeps its past and present tensors. N > 0: it gets the
+  /// generation engine's paged KV-cache interface with blocks of N tokens
+  /// (kiln-page-kv-cache, last), which needs the fused attentions.
+  int64_t pagedKvBlockSize = 0;
   /// Static memory planning after bufferization (kiln-plan-memory); it
   /// belongs to each target's lowering pipeline.
   bool planMemory = true;
@@ -53,7 +57,8 @@ struct OptimizationOptions {
 /// The kiln-to-kiln passes that `options` enables, between two
 /// canonicalizations: constant folding, then the fusions in the order
 /// attention, normalizations, activations, rotary embeddings, GEMM
-/// epilogues (which absorb the activations), then weight packing.
+/// epilogues (which absorb the activations), then weight packing, then the
+/// paged KV-cache interface when asked for.
 /// `kilnc --emit=optimized` prints
 /// its result, which is what the lowering starts from.
 void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,

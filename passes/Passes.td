@@ -316,4 +316,36 @@ def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def KilnPageKvCache : Pass<"kiln-page-kv-cache", "mlir::ModuleOp"> {
+  let summary = "Gives a decoder the generation engine's paged KV-cache interface";
+  let description = [{
+    Rewrites `@main` of a decoder with the optimum KV-cache interface
+    (inputs input_ids, attention_mask and past_key_values.N.key/.value,
+    outputs present.N.key/.value, each layer's past absorbed into a
+    `kiln.attention` by `kiln-fuse-attention`) to read its past from the
+    engine's paged pool instead:
+
+    - the past inputs go; in their place come `kv_cache` [kv_blocks,
+      layers, 2, kv_heads, block-size, head_dim], `block_tables` [batch,
+      kv_table] and `past_lengths` [batch] (i64);
+    - each layer's `kiln.attention ... past` becomes a
+      `kiln.paged_attention` of that layer, reading a padded past as wide
+      as the attention mask's columns less the new tokens
+      (dim(attention_mask, 1) - dim(input_ids, 1)), which is also what the
+      graph's reads of the past's length become;
+    - the present outputs become the new rows only,
+      `new_key_values.N.key/.value` [batch, kv_heads, sequence, head_dim],
+      which the engine writes into its blocks.
+
+    It fails, naming the culprit, when an input is missing, when a past
+    input is read by anything but its attention and dim reads, or when a
+    present feeds anything but the outputs.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
+           "Tokens per block of the pool">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES_TD

@@ -204,25 +204,29 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     return false;
   }
   CpuTarget target;
-  if (!resolveCpuTarget(options.cpu, target, error) ||
-      !describeSignature(func, options, artifact, error))
+  if (!resolveCpuTarget(options.cpu, target, error))
     return false;
 
   auto instrument = [&](PassManager &pm) {
     if (options.report)
       pm.addInstrumentation(options.report->instrumentation());
   };
-  if (stage == CompileStage::Optimized) {
-    PassManager graph(module.getContext());
-    instrument(graph);
-    buildGraphOptimizationPipeline(graph, options.optimizations);
-    return runPipeline(graph, module, "graph optimization", error);
-  }
+  PassManager graph(module.getContext());
+  instrument(graph);
+  buildGraphOptimizationPipeline(graph, options.optimizations);
+  if (!runPipeline(graph, module, "graph optimization", error))
+    return false;
+  // The signature after the graph passes, which may give it another KV-cache
+  // interface.
+  if (!describeSignature(func, options, artifact, error))
+    return false;
+  if (stage == CompileStage::Optimized)
+    return true;
   if (options.optimizations.planMemory)
     declareDimBounds(func, artifact.inputs);
   PassManager tensors(module.getContext());
   instrument(tensors);
-  buildTensorLoweringPipeline(tensors, options.optimizations);
+  buildLinalgLoweringPipeline(tensors, options.optimizations);
   if (!runPipeline(tensors, module, "lowering to linalg", error))
     return false;
   if (stage == CompileStage::Linalg)

@@ -26,6 +26,11 @@ namespace kiln {
 void buildTensorLoweringPipeline(OpPassManager &pm,
                                  const OptimizationOptions &options) {
   buildGraphOptimizationPipeline(pm, options);
+  buildLinalgLoweringPipeline(pm, options);
+}
+
+void buildLinalgLoweringPipeline(OpPassManager &pm,
+                                 const OptimizationOptions &options) {
   pm.addPass(createPrepareEntryPoint());
   pm.addPass(createConvertKilnToLinalg());
   pm.addPass(createCanonicalizerPass());

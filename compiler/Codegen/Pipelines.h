@@ -27,6 +27,11 @@ namespace kiln {
 /// graph optimizations that `options` enables (passes/Passes.h).
 void buildTensorLoweringPipeline(mlir::OpPassManager &pm,
                                  const OptimizationOptions &options = {});
+/// Its second half: optimized kiln IR to fused linalg on tensors. compile()
+/// runs the halves apart, since the graph passes may change the signature
+/// (kiln-page-kv-cache) that the artifact's manifest describes.
+void buildLinalgLoweringPipeline(mlir::OpPassManager &pm,
+                                 const OptimizationOptions &options = {});
 /// linalg on tensors to the LLVM dialect with the kiln_entry entry point,
 /// planning memory when `options` asks for it.
 void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,

@@ -424,7 +424,7 @@ struct Buffer {
 /// buffers they are given only during the call.
 bool isUkernel(StringRef name) {
   return name == kSgemmUkernel || name == kLinearUkernel ||
-         name == kAttentionUkernel;
+         name == kAttentionUkernel || name == kPagedAttentionUkernel;
 }
 
 /// Why a buffer stays on the heap, or "" when it can be planned.

@@ -19,6 +19,7 @@ namespace kiln {
 constexpr llvm::StringLiteral kSgemmUkernel = "kiln_ukernel_sgemm";
 constexpr llvm::StringLiteral kLinearUkernel = "kiln_ukernel_linear";
 constexpr llvm::StringLiteral kAttentionUkernel = "kiln_ukernel_attention";
+constexpr llvm::StringLiteral kPagedAttentionUkernel = "kiln_ukernel_paged_attention";
 
 /// How kiln_ukernel_linear's weight is laid out (its `b_layout`): [K, N] or
 /// [N, K] rows, or kiln.linear's packed panels. The runtime's

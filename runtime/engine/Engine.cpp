@@ -19,9 +19,9 @@ constexpr int32_t kDefaultMaxNumSeqs = 256;
 kiln_status_t Engine::create(kiln_model_t *model,
                              const kiln_engine_options_t &options,
                              std::unique_ptr<Engine> &out) {
-  if (options.block_size < 1 || options.block_size > 4096)
+  if (options.block_size < 0 || options.block_size > 4096)
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
-                      "block_size must be in [1, 4096], got " +
+                      "block_size must be in [1, 4096] (or 0), got " +
                           std::to_string(options.block_size));
   if (options.max_num_batched_tokens < 1)
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
@@ -42,15 +42,24 @@ kiln_status_t Engine::create(kiln_model_t *model,
             " tokens): compile it with bounds, e.g. kilnc --dim "
             "past_sequence=0:2047 --dim total_sequence=1:2048");
 
+  // A paged artifact fixes the block size; the dense interface takes any.
+  int32_t blockSize = shape.blockSize ? shape.blockSize
+                                      : (options.block_size ? options.block_size : 16);
+  if (options.block_size && options.block_size != blockSize)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "block_size " + std::to_string(options.block_size) +
+                          " differs from the " + std::to_string(blockSize) +
+                          "-token blocks the artifact's paged cache was compiled "
+                          "for (kilnc --kv-block-size)");
   std::unique_ptr<Engine> engine(new Engine());
-  engine->blockSize_ = options.block_size;
+  engine->blockSize_ = blockSize;
   engine->maxModelLen_ = shape.maxModelLen;
   int32_t maxNumSeqs = options.max_num_seqs
                            ? options.max_num_seqs
                            : (int32_t)std::min<int64_t>(shape.maxBatch, kDefaultMaxNumSeqs);
   int64_t blocksPerSequence =
-      (shape.maxModelLen + options.block_size - 1) / options.block_size;
-  size_t blockBytes = runner->blockBytes(options.block_size);
+      (shape.maxModelLen + blockSize - 1) / blockSize;
+  size_t blockBytes = runner->blockBytes(blockSize);
   int64_t numBlocks = options.kv_cache_bytes
                           ? (int64_t)(options.kv_cache_bytes / blockBytes)
                           : blocksPerSequence * maxNumSeqs;
@@ -67,14 +76,14 @@ kiln_status_t Engine::create(kiln_model_t *model,
                       "the KV cache would have " + std::to_string(numBlocks) +
                           " blocks; at most 2^31 - 1");
   try {
-    runner->allocateCache((int32_t)numBlocks, options.block_size);
+    runner->allocateCache((int32_t)numBlocks, blockSize);
   } catch (const std::bad_alloc &) {
     return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED,
                       "cannot allocate the KV cache: " + std::to_string(numBlocks) +
                           " blocks of " + std::to_string(blockBytes) + " bytes");
   }
   engine->kvCache_ = std::make_unique<KVCacheManager>(
-      (int32_t)numBlocks, options.block_size, options.enable_prefix_caching != 0);
+      (int32_t)numBlocks, blockSize, options.enable_prefix_caching != 0);
   SchedulerLimits limits;
   limits.maxNumSeqs = maxNumSeqs;
   limits.maxNumBatchedTokens = options.max_num_batched_tokens;
@@ -84,7 +93,7 @@ kiln_status_t Engine::create(kiln_model_t *model,
   engine->fallbackSeed_ = ((uint64_t)std::random_device()() << 32) ^ std::random_device()();
   engine->stats_.num_blocks_total = (int32_t)numBlocks;
   engine->stats_.num_blocks_free = (int32_t)numBlocks;
-  engine->stats_.block_size = options.block_size;
+  engine->stats_.block_size = blockSize;
   engine->stats_.max_model_len = (int32_t)shape.maxModelLen;
   engine->stats_.max_num_seqs = maxNumSeqs;
   out = std::move(engine);

@@ -39,7 +39,6 @@ void kiln_engine_options_init(kiln_engine_options_t *options) {
   if (!options)
     return;
   *options = {};
-  options->block_size = 16;
   options->max_num_batched_tokens = 512;
   options->enable_prefix_caching = 1;
 }

@@ -60,63 +60,80 @@ int32_t kvLayerIndex(const std::string &name, const std::string &prefix, int &kv
 std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
                                                  std::string &error) {
   auto fail = [&](std::string message) -> std::unique_ptr<ModelRunner> {
-    error = "the model is not a decoder with the KV-cache interface the "
-            "engine runs: " + message;
+    error = "the model is not a decoder with a KV-cache interface the engine "
+            "runs: " + message;
     return nullptr;
   };
-  // Kv-cache inputs and outputs by layer: [layer][kv] -> index.
-  std::map<int32_t, std::array<int32_t, 2>> pasts, presents;
+  // The KV cache's inputs and outputs: the dense interface's past and
+  // present by layer ([layer][kv] -> index), or the paged interface's pool,
+  // tables and lengths, and new rows by layer.
+  std::map<int32_t, std::array<int32_t, 2>> pasts, presents, newRows;
   int32_t inputIds = -1, attentionMask = -1, positionIds = -1, logits = -1;
+  int32_t kvCache = -1, blockTables = -1, pastLengths = -1;
   kiln_io_info_t info;
+  auto expect = [&](kiln_dtype_t dtype, int32_t rank) {
+    return info.dtype == dtype && info.rank == rank;
+  };
 
   for (int32_t i = 0; i < kiln_model_input_count(model); ++i) {
     kiln_status_t status = kiln_model_input_info(model, i, &info);
     if (status)
       return fail(takeMessage(status));
     std::string name = info.name;
-    auto expect = [&](kiln_dtype_t dtype, int32_t rank) {
-      return info.dtype == dtype && info.rank == rank;
-    };
-    if (name == "input_ids" || name == "attention_mask" || name == "position_ids") {
-      if (!expect(KILN_DTYPE_I64, 2))
-        return fail("input '" + name + "' is " + describe(info) +
-                    ", expected i64[batch, ...] of rank 2");
-      (name == "input_ids" ? inputIds
-       : name == "attention_mask" ? attentionMask
-                                  : positionIds) = i;
-      continue;
-    }
     int kv = 0;
     int32_t layer = kvLayerIndex(name, "past_key_values.", kv);
-    if (layer < 0)
+    if (name == "input_ids" || name == "attention_mask" || name == "position_ids" ||
+        name == "block_tables") {
+      if (!expect(KILN_DTYPE_I64, 2))
+        return fail("input '" + name + "' is " + describe(info) +
+                    ", expected i64 of rank 2");
+      (name == "input_ids"        ? inputIds
+       : name == "attention_mask" ? attentionMask
+       : name == "position_ids"   ? positionIds
+                                  : blockTables) = i;
+    } else if (name == "past_lengths") {
+      if (!expect(KILN_DTYPE_I64, 1))
+        return fail("input 'past_lengths' is " + describe(info) + ", expected i64[batch]");
+      pastLengths = i;
+    } else if (name == "kv_cache") {
+      if (!expect(KILN_DTYPE_F32, 6) ||
+          std::any_of(info.dims + 1, info.dims + 6,
+                      [](const kiln_dim_t &dim) { return dim.size < 0; }))
+        return fail("input 'kv_cache' is " + describe(info) +
+                    ", expected f32[kv_blocks, layers, 2, kv_heads, block_size, "
+                    "head_dim], static but for the blocks");
+      kvCache = i;
+    } else if (layer >= 0) {
+      if (!expect(KILN_DTYPE_F32, 4) || info.dims[1].size < 0 || info.dims[3].size < 0)
+        return fail("input '" + name + "' is " + describe(info) +
+                    ", expected f32[batch, kv_heads, past_sequence, head_dim] "
+                    "with static kv_heads and head_dim");
+      pasts.try_emplace(layer, std::array<int32_t, 2>{-1, -1}).first->second[kv] = i;
+    } else {
       return fail("input '" + name + "' is none of input_ids, attention_mask, "
-                  "position_ids and past_key_values.N.key/.value");
-    if (!expect(KILN_DTYPE_F32, 4) || info.dims[1].size < 0 ||
-        info.dims[3].size < 0)
-      return fail("input '" + name + "' is " + describe(info) +
-                  ", expected f32[batch, kv_heads, past_sequence, head_dim] "
-                  "with static kv_heads and head_dim");
-    pasts.try_emplace(layer, std::array<int32_t, 2>{-1, -1})
-        .first->second[kv] = i;
+                  "position_ids and past_key_values.N.key/.value (or kv_cache, "
+                  "block_tables and past_lengths)");
+    }
   }
   for (int32_t i = 0; i < kiln_model_output_count(model); ++i) {
     kiln_status_t status = kiln_model_output_info(model, i, &info);
     if (status)
       return fail(takeMessage(status));
     std::string name = info.name;
+    int kv = 0;
     if (name == "logits") {
-      if (info.dtype != KILN_DTYPE_F32 || info.rank != 3 || info.dims[2].size <= 0)
+      if (!expect(KILN_DTYPE_F32, 3) || info.dims[2].size <= 0)
         return fail("output 'logits' is " + describe(info) +
                     ", expected f32[batch, sequence, vocab] with a static vocab");
       logits = i;
-      continue;
+    } else if (int32_t layer = kvLayerIndex(name, "present.", kv); layer >= 0) {
+      presents.try_emplace(layer, std::array<int32_t, 2>{-1, -1}).first->second[kv] = i;
+    } else if (int32_t layer = kvLayerIndex(name, "new_key_values.", kv); layer >= 0) {
+      newRows.try_emplace(layer, std::array<int32_t, 2>{-1, -1}).first->second[kv] = i;
+    } else {
+      return fail("output '" + name + "' is neither logits nor present.N.key/.value "
+                  "(nor new_key_values.N.key/.value)");
     }
-    int kv = 0;
-    int32_t layer = kvLayerIndex(name, "present.", kv);
-    if (layer < 0)
-      return fail("output '" + name + "' is neither logits nor present.N.key/.value");
-    presents.try_emplace(layer, std::array<int32_t, 2>{-1, -1})
-        .first->second[kv] = i;
   }
   for (auto [index, name] : {std::pair{inputIds, "input input_ids"},
                              {attentionMask, "input attention_mask"},
@@ -124,57 +141,81 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
                              {logits, "output logits"}})
     if (index < 0)
       return fail("it has no " + std::string(name));
-  if (pasts.empty())
-    return fail("it has no past_key_values.N.key/.value inputs");
 
-  int32_t numLayers = (int32_t)pasts.size();
-  std::vector<int32_t> pastInputs, presentOutputs;
-  for (int32_t layer = 0; layer < numLayers; ++layer) {
-    std::string n = std::to_string(layer);
-    auto past = pasts.find(layer);
-    if (past == pasts.end() || past->second[0] < 0 || past->second[1] < 0)
-      return fail("past_key_values." + n + ".key or .value is missing (the "
-                  "layers must be numbered 0 to " + std::to_string(numLayers - 1) + ")");
-    auto present = presents.find(layer);
-    if (present == presents.end() || present->second[0] < 0 || present->second[1] < 0)
-      return fail("output present." + n + ".key or .value is missing");
-    for (int kv = 0; kv < 2; ++kv) {
-      pastInputs.push_back(past->second[kv]);
-      presentOutputs.push_back(present->second[kv]);
-    }
-  }
-  if ((int32_t)presents.size() != numLayers)
-    return fail("it has " + std::to_string(presents.size()) + " layers of "
-                "present outputs but " + std::to_string(numLayers) + " of past inputs");
+  const bool paged = kvCache >= 0;
+  if (paged && (blockTables < 0 || pastLengths < 0 || !pasts.empty() || !presents.empty()))
+    return fail("a paged cache (kv_cache) takes block_tables and past_lengths, and "
+                "no past_key_values or present outputs");
+  if (!paged && pasts.empty())
+    return fail("it has no past_key_values.N.key/.value inputs (nor a kv_cache)");
+  if (!paged && !newRows.empty())
+    return fail("new_key_values outputs come with a paged kv_cache input");
 
   DecoderShape shape;
-  shape.numLayers = numLayers;
-  kiln_io_info_t first;
-  kiln_model_input_info(model, pastInputs[0], &first);
-  shape.numKvHeads = (int32_t)first.dims[1].size;
-  shape.headDim = (int32_t)first.dims[3].size;
-  for (int32_t input : pastInputs) {
-    kiln_model_input_info(model, input, &info);
-    if (info.dims[1].size != shape.numKvHeads || info.dims[3].size != shape.headDim)
-      return fail("input '" + std::string(info.name) + "' is " + describe(info) +
-                  " but '" + first.name + "' is " + describe(first) +
-                  ": every layer must have the same kv_heads and head_dim");
+  std::vector<int32_t> kvInputs, kvOutputs; // [layer * 2 + kv]
+  const auto &outputsByLayer = paged ? newRows : presents;
+  if (paged) {
+    kiln_model_input_info(model, kvCache, &info);
+    shape.numLayers = (int32_t)info.dims[1].size;
+    shape.numKvHeads = (int32_t)info.dims[3].size;
+    shape.blockSize = (int32_t)info.dims[4].size;
+    shape.headDim = (int32_t)info.dims[5].size;
+    if (info.dims[2].size != 2)
+      return fail("input 'kv_cache' is " + describe(info) + ": dim 2 must be 2 (key, value)");
+  } else {
+    shape.numLayers = (int32_t)pasts.size();
+    kiln_model_input_info(model, pasts.begin()->second[0], &info);
+    shape.numKvHeads = (int32_t)info.dims[1].size;
+    shape.headDim = (int32_t)info.dims[3].size;
   }
+  for (int32_t layer = 0; layer < shape.numLayers; ++layer) {
+    std::string n = std::to_string(layer);
+    if (!paged) {
+      auto past = pasts.find(layer);
+      if (past == pasts.end() || past->second[0] < 0 || past->second[1] < 0)
+        return fail("past_key_values." + n + ".key or .value is missing (the "
+                    "layers must be numbered 0 to " +
+                    std::to_string(shape.numLayers - 1) + ")");
+      for (int kv = 0; kv < 2; ++kv) {
+        kiln_model_input_info(model, past->second[kv], &info);
+        if (info.dims[1].size != shape.numKvHeads || info.dims[3].size != shape.headDim)
+          return fail("input '" + std::string(info.name) + "' is " + describe(info) +
+                      ": every layer must have the same kv_heads and head_dim");
+        kvInputs.push_back(past->second[kv]);
+      }
+    }
+    auto rows = outputsByLayer.find(layer);
+    if (rows == outputsByLayer.end() || rows->second[0] < 0 || rows->second[1] < 0)
+      return fail(std::string("output ") + (paged ? "new_key_values." : "present.") + n +
+                  ".key or .value is missing");
+    kvOutputs.push_back(rows->second[0]);
+    kvOutputs.push_back(rows->second[1]);
+  }
+  if ((int32_t)outputsByLayer.size() != shape.numLayers)
+    return fail("it has " + std::to_string(outputsByLayer.size()) +
+                " layers of key/value outputs but " + std::to_string(shape.numLayers) +
+                " of inputs");
   kiln_model_output_info(model, logits, &info);
   shape.vocabSize = (int32_t)info.dims[2].size;
 
   kiln_io_info_t ids, mask;
   kiln_model_input_info(model, inputIds, &ids);
   kiln_model_input_info(model, attentionMask, &mask);
-  if (ids.dims[0].min > 1 || ids.dims[1].min > 1 || first.dims[2].min > 0)
+  int64_t pastMin = 0, pastMax = mask.dims[1].max - 1;
+  if (!paged) {
+    kiln_model_input_info(model, kvInputs[0], &info);
+    pastMin = info.dims[2].min;
+    pastMax = info.dims[2].max;
+  }
+  if (ids.dims[0].min > 1 || ids.dims[1].min > 1 || pastMin > 0)
     return fail("its bounds must allow batch 1, sequence 1 and past_sequence 0 "
                 "(input_ids is " + describe(ids) + " with batch >= " +
                 std::to_string(ids.dims[0].min) + ", sequence >= " +
                 std::to_string(ids.dims[1].min) + ", past_sequence >= " +
-                std::to_string(first.dims[2].min) + ")");
+                std::to_string(pastMin) + ")");
   shape.maxBatch = ids.dims[0].max;
   shape.maxSequence = ids.dims[1].max;
-  shape.maxModelLen = std::min(mask.dims[1].max, first.dims[2].max + 1);
+  shape.maxModelLen = std::min(mask.dims[1].max, pastMax + 1);
 
   kiln_session_t *session = nullptr;
   kiln_status_t status = kiln_session_create(model, &session);
@@ -188,9 +229,12 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
   runner->attentionMask_ = attentionMask;
   runner->positionIds_ = positionIds;
   runner->logits_ = logits;
-  runner->pastInputs_ = std::move(pastInputs);
-  runner->presentOutputs_ = std::move(presentOutputs);
-  runner->pasts_.resize(2 * numLayers);
+  runner->kvCache_ = kvCache;
+  runner->blockTables_ = blockTables;
+  runner->pastLengths_ = pastLengths;
+  runner->pastInputs_ = std::move(kvInputs);
+  runner->kvOutputs_ = std::move(kvOutputs);
+  runner->pasts_.resize(runner->pastInputs_.size());
   return runner;
 }
 
@@ -245,14 +289,29 @@ void ModelRunner::gatherPast(const std::vector<const ScheduledRequest *> &group,
     }
 }
 
-void ModelRunner::scatterPresents(const std::vector<const ScheduledRequest *> &group,
-                                  int64_t past, int64_t newTokens) {
+void ModelRunner::fillTables(const std::vector<const ScheduledRequest *> &group) {
+  tableWidth_ = 1;
+  for (const ScheduledRequest *s : group)
+    tableWidth_ = std::max<int64_t>(tableWidth_, (int64_t)s->request->blocks.size());
+  tables_.assign(group.size() * tableWidth_, 0);
+  lengths_.resize(group.size());
+  for (size_t i = 0; i < group.size(); ++i) {
+    const Request &request = *group[i]->request;
+    std::copy(request.blocks.begin(), request.blocks.end(),
+              tables_.begin() + i * tableWidth_);
+    lengths_[i] = request.numComputedTokens;
+  }
+}
+
+void ModelRunner::scatterNewRows(const std::vector<const ScheduledRequest *> &group,
+                                 int64_t first, int64_t newTokens) {
   const int32_t heads = shape_.numKvHeads, dim = shape_.headDim;
-  const int64_t total = past + newTokens;
+  const int64_t total = first + newTokens;
+  const int64_t past = first;
   for (int32_t layer = 0; layer < shape_.numLayers; ++layer)
     for (int32_t kv = 0; kv < 2; ++kv) {
       kiln_tensor_t present;
-      kiln_session_output(session_, presentOutputs_[layer * 2 + kv], &present);
+      kiln_session_output(session_, kvOutputs_[layer * 2 + kv], &present);
       const float *data = static_cast<const float *>(present.data);
       for (size_t i = 0; i < group.size(); ++i) {
         const Request &request = *group[i]->request;
@@ -295,7 +354,11 @@ std::string ModelRunner::runGroup(const std::vector<const ScheduledRequest *> &g
     std::fill(mask_.begin() + i * total + (past - start),
               mask_.begin() + (i + 1) * total, 1);
   }
-  gatherPast(group, past);
+  const bool paged = kvCache_ >= 0;
+  if (paged)
+    fillTables(group);
+  else
+    gatherPast(group, past);
 
   std::string error;
   auto bind = [&](int32_t input, kiln_dtype_t dtype, std::vector<int64_t> shape,
@@ -314,12 +377,23 @@ std::string ModelRunner::runGroup(const std::vector<const ScheduledRequest *> &g
     bind(pastInputs_[p], KILN_DTYPE_F32,
          {batch, shape_.numKvHeads, past, shape_.headDim}, pasts_[p].data(),
          sizeof(float) * batch * shape_.numKvHeads * past * shape_.headDim);
+  if (paged) {
+    const int64_t numBlocks = (int64_t)(cache_.size() * sizeof(float) / blockBytes(blockSize_));
+    bind(kvCache_, KILN_DTYPE_F32,
+         {numBlocks, shape_.numLayers, 2, shape_.numKvHeads, blockSize_, shape_.headDim},
+         cache_.data(), cache_.size() * sizeof(float));
+    bind(blockTables_, KILN_DTYPE_I64, {batch, tableWidth_}, tables_.data(),
+         tables_.size() * sizeof(int64_t));
+    bind(pastLengths_, KILN_DTYPE_I64, {batch}, lengths_.data(),
+         lengths_.size() * sizeof(int64_t));
+  }
   if (error.empty())
     error = takeMessage(kiln_session_run(session_));
   if (!error.empty())
     return error;
 
-  scatterPresents(group, past, newTokens);
+  // The dense presents repeat the padded past before the new rows.
+  scatterNewRows(group, paged ? 0 : past, newTokens);
   kiln_tensor_t out;
   kiln_session_output(session_, logits_, &out);
   const float *rows = static_cast<const float *>(out.data);

@@ -1,14 +1,19 @@
-// Runs the scheduled tokens through a decoder artifact with the optimum
-// KV-cache interface, its keys and values kept in the engine's paged pool.
+// Runs the scheduled tokens through a decoder artifact, its keys and values
+// kept in the engine's paged pool. Two interfaces:
 //
-// The artifact takes the past as dense tensors, so each run gathers its
-// requests' cached keys and values from their blocks into
-// past_key_values.N.*, and copies the new rows of present.N.* back into the
-// blocks (the compiler's paged attention entry, issue #16, will let the
-// kernel read the blocks in place). Requests with different pasts share a
-// run: each past is right-aligned to the longest and the attention mask
-// hides the padding in front of it, as Hugging Face pads a batch on the
-// left.
+// - paged (kilnc --kv-cache=paged): the artifact reads the pool itself
+//   through block tables and past lengths, and returns only the new rows
+//   (new_key_values.N.*), which the runner copies into their blocks;
+// - dense (the optimum export as it is): the artifact takes the past as
+//   tensors, so each run gathers its requests' cached keys and values from
+//   their blocks into past_key_values.N.*, and copies the new rows of
+//   present.N.* back into the blocks.
+//
+// Requests with different pasts share a run: the attention mask's columns
+// are a padded past as long as the longest, each request's right-aligned
+// in it with the padding in front hidden, as Hugging Face pads a batch on
+// the left (the dense past really holds the padding as zeros; the paged
+// attention skips it).
 #ifndef KILN_ENGINE_MODELRUNNER_H
 #define KILN_ENGINE_MODELRUNNER_H
 
@@ -30,6 +35,7 @@ struct DecoderShape {
   int64_t maxBatch = 0;    // the `batch` bound
   int64_t maxSequence = 0; // new tokens of one request in one run
   int64_t maxModelLen = 0; // tokens of one request in all, past and new
+  int32_t blockSize = 0;   // the paged interface's block; 0 for the dense one
 };
 
 class ModelRunner {
@@ -65,20 +71,28 @@ private:
                  int32_t slot);
   void gatherPast(const std::vector<const ScheduledRequest *> &group,
                   int64_t past);
-  void scatterPresents(const std::vector<const ScheduledRequest *> &group,
-                       int64_t past, int64_t newTokens);
+  /// The paged interface's tables and lengths for the group.
+  void fillTables(const std::vector<const ScheduledRequest *> &group);
+  /// Copies each request's new rows into its blocks from the key/value
+  /// outputs, where they start at row `first` (the dense presents repeat the
+  /// padded past before them).
+  void scatterNewRows(const std::vector<const ScheduledRequest *> &group,
+                      int64_t first, int64_t newTokens);
 
   kiln_model_t *model_;
   kiln_session_t *session_;
   DecoderShape shape_;
   int32_t inputIds_ = -1, attentionMask_ = -1, positionIds_ = -1, logits_ = -1;
-  std::vector<int32_t> pastInputs_;     // [layer * 2 + kv]
-  std::vector<int32_t> presentOutputs_; // [layer * 2 + kv]
+  // The paged interface's inputs, or -1 with the dense one.
+  int32_t kvCache_ = -1, blockTables_ = -1, pastLengths_ = -1;
+  std::vector<int32_t> pastInputs_; // [layer * 2 + kv]; empty when paged
+  std::vector<int32_t> kvOutputs_;  // presents or new rows, [layer * 2 + kv]
 
   int32_t blockSize_ = 0;
   std::vector<float> cache_; // [block][layer][kv][head][slot][headDim]
   // Scratch of the run, reused across steps.
-  std::vector<int64_t> ids_, mask_, positions_;
+  std::vector<int64_t> ids_, mask_, positions_, tables_, lengths_;
+  int64_t tableWidth_ = 1;
   std::vector<std::vector<float>> pasts_; // [layer * 2 + kv]
 };
 

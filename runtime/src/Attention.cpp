@@ -27,6 +27,9 @@
 
 #include <algorithm>
 #include <cstring>
+
+// Runtime.cpp: ends the run in progress with `message`.
+extern "C" void kiln_rt_trap(const char *message);
 #include <limits>
 #include <memory>
 #include <new>
@@ -93,6 +96,24 @@ struct Presents {
   Strides vs;
 };
 
+/// A past read through the generation engine's block tables instead of a
+/// dense tensor (kernel_abi.h, kiln_paged_attention_params_t).
+struct PagedPast {
+  const float *cache;
+  int64_t numLayers, layer, blockSize;
+  const int64_t *tables;
+  int64_t tableStride;
+  const int64_t *lengths;
+  int64_t width; // the padded past's columns in the masks
+
+  /// Row `slot` of block `block`'s keys (kv 0) or values (kv 1) of `head`.
+  const float *rows(int64_t block, int64_t kv, int64_t kvHeads, int64_t head,
+                    int64_t headDim) const {
+    int64_t index = ((block * numLayers + layer) * 2 + kv) * kvHeads + head;
+    return cache + index * blockSize * headDim;
+  }
+};
+
 struct Problem {
   int64_t batch, heads, kvHeads, qLen, headDim, valueDim;
   const float *q;
@@ -107,8 +128,11 @@ struct Problem {
   float *out;
   Strides outs;
   Presents presents;
+  const PagedPast *paged = nullptr; // then `past` is empty
 
-  int64_t kvLen() const { return past.length + current.length; }
+  int64_t kvLen() const {
+    return (paged ? paged->width : past.length) + current.length;
+  }
   int64_t group() const { return heads / kvHeads; }
   int64_t tilesPerKvHead() const { return ceilDiv(group() * qLen, kTileRows); }
   int64_t tiles() const { return batch * kvHeads * tilesPerKvHead(); }
@@ -548,43 +572,36 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   const KeyValueRows cache = {p.kvLen(), p.presents.k, p.presents.ks,
                               p.presents.v, p.presents.vs};
   const bool readsCache = appends && p.presents.k && p.presents.v;
-  const KeyValueRows segments[] = {p.past, p.current};
-  const KeyValueRows *sources = readsCache ? &cache : segments;
-  const int sourceCount = readsCache ? 1 : 2;
-  int64_t keyIndex = 0; // of the segment's first row among all keys
-  for (int source = 0; source < sourceCount; ++source) {
-    const KeyValueRows &segment = sources[source];
-    if (segment.length == 0)
-      continue; // an absent past has null pointers
-    const float *k = segment.k + b * segment.ks.b + kvHead * segment.ks.h;
-    const float *v = segment.v + b * segment.vs.b + kvHead * segment.vs.h;
+  // Attends to `length` keys and values of this kv head, rows ks.t and vs.t
+  // apart, which are columns [keyIndex, keyIndex + length) of the masks.
+  auto attend = [&](const float *k, const Strides &ks, const float *v,
+                    const Strides &vs, int64_t length, int64_t keyIndex) {
     // One row (a decode step without grouped heads) reads K in place.
     const bool keysInPlace =
-        count == 1 && segment.ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
+        count == 1 && ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
     // V rows are read W floats at a time, so they are used in place only
     // when contiguous and a whole number of vectors wide.
-    const bool packV = segment.vs.d != 1 || accWidth != p.valueDim;
-    for (int64_t j0 = 0; j0 < segment.length; j0 += kKeyBlock) {
-      const int64_t keys = std::min(kKeyBlock, segment.length - j0);
+    const bool packV = vs.d != 1 || accWidth != p.valueDim;
+    for (int64_t j0 = 0; j0 < length; j0 += kKeyBlock) {
+      const int64_t keys = std::min(kKeyBlock, length - j0);
       const int64_t paddedKeys = ceilDiv(keys, W) * W;
       const int64_t at = keyIndex + j0;
       if (appends)
         appendToPresents(p, b, kvHead, at, keys);
       if (!keysInPlace)
-        transposeKeys<W>(k + j0 * segment.ks.t, segment.ks.t, segment.ks.d,
-                         keys, paddedKeys, p.headDim, kt);
-      const float *values = v + j0 * segment.vs.t;
-      int64_t vStride = segment.vs.t;
+        transposeKeys<W>(k + j0 * ks.t, ks.t, ks.d, keys, paddedKeys,
+                         p.headDim, kt);
+      const float *values = v + j0 * vs.t;
+      int64_t vStride = vs.t;
       if (packV) {
-        packValues(values, segment.vs.t, segment.vs.d, keys, p.valueDim,
-                   accWidth, vPacked);
+        packValues(values, vs.t, vs.d, keys, p.valueDim, accWidth, vPacked);
         values = vPacked;
         vStride = accWidth;
       }
       if (keysInPlace) {
         alignas(64) float s[kKeyBlock];
-        rowScores<W>(rows[0].q, k + j0 * segment.ks.t, segment.ks.t, p.headDim,
-                     keys, p.scale, s);
+        rowScores<W>(rows[0].q, k + j0 * ks.t, ks.t, p.headDim, keys, p.scale,
+                     s);
         weighBlock<W, 1>(p, rows, at, keys, paddedKeys, s, values, vStride, m,
                          l, acc, accWidth);
         continue;
@@ -598,7 +615,32 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
         rowBlockStep<W, 1>(p, rows + r, at, keys, paddedKeys, kt, values,
                            vStride, m + r, l + r, acc + r * accWidth, accWidth);
     }
-    keyIndex += segment.length;
+  };
+  auto attendSegment = [&](const KeyValueRows &segment, int64_t keyIndex) {
+    if (segment.length > 0) // an absent past has null pointers
+      attend(segment.k + b * segment.ks.b + kvHead * segment.ks.h, segment.ks,
+             segment.v + b * segment.vs.b + kvHead * segment.vs.h, segment.vs,
+             segment.length, keyIndex);
+  };
+
+  if (const PagedPast *paged = p.paged) {
+    // The cached rows block by block, right-aligned in the padded past;
+    // the columns in front of them hold no key.
+    const int64_t length = paged->lengths[b];
+    const int64_t *table = paged->tables + b * paged->tableStride;
+    const Strides rowsOf = {0, 0, p.headDim, 1};
+    for (int64_t t = 0; t < length; t += paged->blockSize)
+      attend(paged->rows(table[t / paged->blockSize], 0, p.kvHeads, kvHead, p.headDim),
+             rowsOf,
+             paged->rows(table[t / paged->blockSize], 1, p.kvHeads, kvHead, p.headDim),
+             rowsOf, std::min(paged->blockSize, length - t),
+             paged->width - length + t);
+    attendSegment(p.current, paged->width);
+  } else if (readsCache) {
+    attendSegment(cache, 0);
+  } else {
+    attendSegment(p.past, 0);
+    attendSegment(p.current, p.past.length);
   }
 
   for (int64_t r = 0; r < count; ++r) {
@@ -666,6 +708,43 @@ TileRunner tileRunnerFor(GemmIsa isa) {
   }
 }
 
+/// Runs a problem on the pool: the part both entry points share.
+void solve(const Problem &problem) {
+  if (problem.heads <= 0 || problem.qLen <= 0 || problem.valueDim <= 0 || problem.kvLen() == 0) {
+    // No tile runs to write the presents as it reads the rows.
+    for (int64_t b = 0; b < problem.batch; ++b)
+      for (int64_t kvHead = 0; kvHead < problem.kvHeads; ++kvHead)
+        appendToPresents(problem, b, kvHead, 0, problem.kvLen());
+    // An empty softmax times an empty V: the sum over no keys.
+    if (problem.kvLen() == 0)
+      for (int64_t b = 0; b < problem.batch; ++b)
+        for (int64_t h = 0; h < problem.heads; ++h)
+          for (int64_t i = 0; i < problem.qLen; ++i)
+            for (int64_t e = 0; e < problem.valueDim; ++e)
+              problem.out[b * problem.outs.b + h * problem.outs.h +
+                          i * problem.outs.t + e * problem.outs.d] = 0.0f;
+    return;
+  }
+  const TileRunner run = tileRunnerFor(activeGemmIsa());
+  const int64_t tiles = problem.tiles();
+  ThreadPool *pool = currentThreadPool();
+  // Each tile's rows are computed in the same order whichever thread runs
+  // it, so the split does not change results.
+  const int64_t threads = std::min<int64_t>(
+      tiles,
+      threadsWorthUsing(pool, static_cast<double>(problem.batch) * problem.heads *
+                                  problem.qLen * problem.kvLen() *
+                                  (problem.headDim + problem.valueDim)));
+  if (threads <= 1) {
+    run(problem, 0, tiles);
+    return;
+  }
+  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part)
+      run(problem, part * tiles / threads, (part + 1) * tiles / threads);
+  });
+}
+
 } // namespace
 } // namespace kiln::rt
 
@@ -720,35 +799,59 @@ extern "C" void kiln_ukernel_attention(
        {present_k_sb, present_k_sh, present_k_st, present_k_sd},
        present_v,
        {present_v_sb, present_v_sh, present_v_st, present_v_sd}}};
-  if (heads <= 0 || q_len <= 0 || value_dim <= 0 || problem.kvLen() == 0) {
-    // No tile runs to write the presents as it reads the rows.
-    for (int64_t b = 0; b < batch; ++b)
-      for (int64_t kvHead = 0; kvHead < kv_heads; ++kvHead)
-        appendToPresents(problem, b, kvHead, 0, problem.kvLen());
-    // An empty softmax times an empty V: the sum over no keys.
-    if (problem.kvLen() == 0)
-      for (int64_t b = 0; b < batch; ++b)
-        for (int64_t h = 0; h < heads; ++h)
-          for (int64_t i = 0; i < q_len; ++i)
-            for (int64_t e = 0; e < value_dim; ++e)
-              out[b * out_sb + h * out_sh + i * out_st + e * out_sd] = 0.0f;
+  solve(problem);
+}
+
+extern "C" void
+kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params) {
+  using namespace kiln::rt;
+  const kiln_paged_attention_params_t &a = *params;
+  if (a.batch <= 0 || a.kv_heads <= 0)
     return;
+  // The engine's tables are inputs: checked before anything with a
+  // destructor exists, since the trap jumps over this frame.
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const int64_t length = a.past_lengths[b];
+    if (length < 0 || length > a.past_width)
+      kiln_rt_trap("kiln.paged_attention: a past length is outside [0, the "
+                   "padded past's width]");
+    const int64_t blocks = (length + a.block_size - 1) / a.block_size;
+    if (blocks > a.block_table_width)
+      kiln_rt_trap("kiln.paged_attention: a block table is too narrow for its "
+                   "past length");
+    for (int64_t i = 0; i < blocks; ++i) {
+      const int64_t block = a.block_tables[b * a.block_table_stride + i];
+      if (block < 0 || block >= a.num_blocks)
+        kiln_rt_trap("kiln.paged_attention: a block table names a block "
+                     "outside the cache");
+    }
   }
-  const TileRunner run = tileRunnerFor(activeGemmIsa());
-  const int64_t tiles = problem.tiles();
-  ThreadPool *pool = currentThreadPool();
-  // Each tile's rows are computed in the same order whichever thread runs
-  // it, so the split does not change results.
-  const int64_t threads = std::min<int64_t>(
-      tiles,
-      threadsWorthUsing(pool, static_cast<double>(batch) * heads * q_len *
-                                  problem.kvLen() * (head_dim + value_dim)));
-  if (threads <= 1) {
-    run(problem, 0, tiles);
-    return;
-  }
-  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
-    for (int64_t part = begin; part < end; ++part)
-      run(problem, part * tiles / threads, (part + 1) * tiles / threads);
-  });
+  const PagedPast paged = {a.kv_cache,     a.num_layers,
+                           a.layer,        a.block_size,
+                           a.block_tables, a.block_table_stride,
+                           a.past_lengths, a.past_width};
+  const auto strides = [](const int64_t (&s)[4]) {
+    return Strides{s[0], s[1], s[2], s[3]};
+  };
+  Problem problem{a.batch,
+                  a.heads,
+                  a.kv_heads,
+                  a.q_len,
+                  a.head_dim,
+                  a.head_dim,
+                  a.q,
+                  strides(a.q_strides),
+                  {0, nullptr, {}, nullptr, {}},
+                  {a.q_len, a.k, strides(a.k_strides), a.v, strides(a.v_strides)},
+                  a.keep,
+                  strides(a.keep_strides),
+                  static_cast<float>(a.masked_value),
+                  a.bias,
+                  strides(a.bias_strides),
+                  static_cast<float>(a.scale),
+                  a.out,
+                  strides(a.out_strides),
+                  {nullptr, {}, nullptr, {}}};
+  problem.paged = &paged;
+  solve(problem);
 }

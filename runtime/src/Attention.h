@@ -10,6 +10,8 @@
 #ifndef KILN_RUNTIME_ATTENTION_H
 #define KILN_RUNTIME_ATTENTION_H
 
+#include "kiln/kernel_abi.h"
+
 #include <cstdint>
 
 /// The attention that compiled model code calls. Q is [batch, heads, q_len,
@@ -56,5 +58,11 @@ extern "C" __attribute__((visibility("default"))) void kiln_ukernel_attention(
     int64_t present_k_st, int64_t present_k_sd, float *present_v,
     int64_t present_v_sb, int64_t present_v_sh, int64_t present_v_st,
     int64_t present_v_sd);
+
+/// The same attention with the past read from the generation engine's paged
+/// pool (kernel_abi.h says where each row is); no presents are written: the
+/// engine stores the new rows itself.
+extern "C" __attribute__((visibility("default"))) void
+kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params);
 
 #endif // KILN_RUNTIME_ATTENTION_H

@@ -771,6 +771,100 @@ TEST_P(AttentionTest, ThreadCountDoesNotChangeResults) {
   expectMatchesReference(parallel, "two threads");
 }
 
+// The paged past, read block by block through a table from a pool laid out
+// as the engine's ([blocks, layers, 2, kv heads, block size, dim], here
+// layer 1 of 2, blocks out of order), gives what the dense kernel gives for
+// the same rows right-aligned in a padded past whose front the bias masks:
+// for decode and prefill rows, grouped heads, an empty past, a past that
+// ends inside a block and one that fills the padded width.
+TEST_P(AttentionTest, PagedPastMatchesTheDensePast) {
+  const int64_t batch = 3, heads = 4, kvHeads = 2, dim = 16, width = 40;
+  const int64_t blockSize = 8, layers = 2, layer = 1, blocks = 20;
+  const int64_t lengths[batch] = {0, 37, 40};
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> pool(blocks * layers * 2 * kvHeads * blockSize * dim);
+  for (float &x : pool)
+    x = uniform(rng);
+  // Block i of sequence b is pool block (7 * (b * 5 + i) + 3) % 20: no two
+  // the same, none in order.
+  const int64_t tableWidth = 5;
+  std::vector<int64_t> tables(batch * tableWidth);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < tableWidth; ++i)
+      tables[b * tableWidth + i] = (7 * (b * tableWidth + i) + 3) % blocks;
+  auto poolRow = [&](int64_t b, int64_t kv, int64_t h, int64_t t) {
+    int64_t block = tables[b * tableWidth + t / blockSize];
+    return pool.data() +
+           ((((block * layers + layer) * 2 + kv) * kvHeads + h) * blockSize + t % blockSize) * dim;
+  };
+  for (int64_t qLen : {1, 5}) {
+    std::vector<float> q(batch * heads * qLen * dim), k(batch * kvHeads * qLen * dim),
+        v(k.size());
+    for (auto *x : {&q, &k, &v})
+      for (float &e : *x)
+        e = uniform(rng);
+    // The dense past: each sequence's rows right-aligned, zeros in front.
+    std::vector<float> pastK(batch * kvHeads * width * dim, 0.0f), pastV(pastK.size(), 0.0f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t h = 0; h < kvHeads; ++h)
+        for (int64_t t = 0; t < lengths[b]; ++t) {
+          size_t at = ((b * kvHeads + h) * width + width - lengths[b] + t) * dim;
+          std::memcpy(&pastK[at], poolRow(b, 0, h, t), dim * sizeof(float));
+          std::memcpy(&pastV[at], poolRow(b, 1, h, t), dim * sizeof(float));
+        }
+    // The padding and the new rows' future are masked, as exports mask them.
+    const int64_t columns = width + qLen;
+    std::vector<float> bias(batch * qLen * columns);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < qLen; ++i)
+        for (int64_t j = 0; j < columns; ++j)
+          bias[(b * qLen + i) * columns + j] =
+              (j < width - lengths[b] || j > width + i) ? kLowest : 0.0f;
+    const int64_t qs[4] = {heads * qLen * dim, qLen * dim, dim, 1};
+    const int64_t kvs[4] = {kvHeads * qLen * dim, qLen * dim, dim, 1};
+    const int64_t ps[4] = {kvHeads * width * dim, width * dim, dim, 1};
+    const int64_t bs[4] = {qLen * columns, 0, columns, 1};
+    std::vector<float> dense(q.size()), paged(q.size(), kNaN);
+    kiln_ukernel_attention(batch, heads, kvHeads, qLen, width, qLen, dim, dim, q.data(),
+                           qs[0], qs[1], qs[2], qs[3], pastK.data(), ps[0], ps[1], ps[2],
+                           ps[3], k.data(), kvs[0], kvs[1], kvs[2], kvs[3], pastV.data(),
+                           ps[0], ps[1], ps[2], ps[3], v.data(), kvs[0], kvs[1], kvs[2],
+                           kvs[3], nullptr, 0, 0, 0, 0, 0.0f, bias.data(), bs[0], bs[1],
+                           bs[2], bs[3], 0.25f, dense.data(), qs[0], qs[1], qs[2], qs[3],
+                           nullptr, 0, 0, 0, 0, nullptr, 0, 0, 0, 0);
+    kiln_paged_attention_params_t params = {};
+    params.batch = batch;
+    params.heads = heads;
+    params.kv_heads = kvHeads;
+    params.q_len = qLen;
+    params.head_dim = dim;
+    params.past_width = width;
+    params.q = q.data();
+    params.k = k.data();
+    params.v = v.data();
+    params.out = paged.data();
+    for (int d = 0; d < 4; ++d) {
+      params.q_strides[d] = params.out_strides[d] = qs[d];
+      params.k_strides[d] = params.v_strides[d] = kvs[d];
+      params.bias_strides[d] = bs[d];
+    }
+    params.kv_cache = pool.data();
+    params.num_blocks = blocks;
+    params.num_layers = layers;
+    params.layer = layer;
+    params.block_size = blockSize;
+    params.block_tables = tables.data();
+    params.block_table_stride = params.block_table_width = tableWidth;
+    params.past_lengths = lengths;
+    params.bias = bias.data();
+    params.scale = 0.25;
+    kiln_ukernel_paged_attention(&params);
+    for (size_t i = 0; i < dense.size(); ++i)
+      ASSERT_NEAR(paged[i], dense[i], 1e-5f) << "q_len " << qLen << ", element " << i;
+  }
+}
+
 KILN_INSTANTIATE_PER_ISA(AttentionTest);
 
 } // namespace

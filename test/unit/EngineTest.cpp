@@ -39,6 +39,12 @@ kiln::Instance &instance() {
   return shared;
 }
 
+/// The dense build of an engine test artifact: NAME for NAME_paged (the
+/// plain loop needs past and present tensors).
+std::string denseOf(const std::string &name) {
+  return name.substr(0, name.rfind("_paged"));
+}
+
 /// The plain loop: prefill, then one decode step at a time, the presents
 /// fed back as the next step's past.
 struct Reference {
@@ -179,6 +185,7 @@ class EveryDecoder : public ::testing::TestWithParam<const char *> {};
 
 TEST_P(EveryDecoder, MixedRequestsMatchThePlainLoop) {
   kiln::Model model(instance(), artifact(GetParam()));
+  kiln::Model dense(instance(), artifact(denseOf(GetParam())));
   kiln::EngineOptions options;
   options.block_size = 8;
   options.max_num_batched_tokens = 16; // chunked prefills beside decodes
@@ -206,22 +213,31 @@ TEST_P(EveryDecoder, MixedRequestsMatchThePlainLoop) {
     engine.step();
   }
   for (size_t i = 0; i < plan.size(); ++i)
-    expectMatchesLoop(greedyLoop(model, prompts[i], plan[i].maxTokens), outcomes[i],
+    expectMatchesLoop(greedyLoop(dense, prompts[i], plan[i].maxTokens), outcomes[i],
                       std::string(GetParam()) + " request " + std::to_string(i));
   EXPECT_GE(engine.stats().peak_num_running, 3);
   expectAllFree(engine);
 }
 
-INSTANTIATE_TEST_SUITE_P(Decoders, EveryDecoder,
-                         ::testing::Values("gpt2_tiny", "llama_tiny",
-                                           "hf_gemma_kv_ts17", "hf_gpt_neox_kv_ts17",
-                                           "hf_opt_kv_ts17", "hf_phi3_kv_ts17",
-                                           "hf_qwen3_kv_ts17"));
+// Each export twice: as exported (dense past and presents, gathered from
+// the blocks each step) and compiled with the paged interface (the blocks
+// read in place).
+INSTANTIATE_TEST_SUITE_P(
+    Decoders, EveryDecoder,
+    ::testing::Values("gpt2_tiny", "llama_tiny", "hf_gemma_kv_ts17",
+                      "hf_gpt_neox_kv_ts17", "hf_opt_kv_ts17", "hf_phi3_kv_ts17",
+                      "hf_qwen3_kv_ts17", "gpt2_tiny_paged", "llama_tiny_paged",
+                      "hf_gemma_kv_ts17_paged", "hf_gpt_neox_kv_ts17_paged",
+                      "hf_opt_kv_ts17_paged", "hf_phi3_kv_ts17_paged",
+                      "hf_qwen3_kv_ts17_paged"));
 
 //===--- Preemption, prefix caching, aborts, failures ---------------------===//
 
-TEST(EngineTest, PreemptedRequestsAreRecomputedAndMatch) {
-  kiln::Model model(instance(), artifact("llama_tiny"));
+class BothInterfaces : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(BothInterfaces, PreemptedRequestsAreRecomputedAndMatch) {
+  kiln::Model model(instance(), artifact(GetParam()));
+  kiln::Model dense(instance(), artifact(denseOf(GetParam())));
   kiln::EngineOptions options;
   options.block_size = 8;
   // 20 blocks: one longest sequence (128 tokens, 16 blocks) and a little.
@@ -237,13 +253,14 @@ TEST(EngineTest, PreemptedRequestsAreRecomputedAndMatch) {
   runToEnd(engine);
   EXPECT_GT(engine.stats().num_preemptions, 0u) << "the pool was meant to run out";
   for (int i = 0; i < 5; ++i)
-    expectMatchesLoop(greedyLoop(model, prompts[i], maxTokens), outcomes[i],
+    expectMatchesLoop(greedyLoop(dense, prompts[i], maxTokens), outcomes[i],
                       "request " + std::to_string(i));
   expectAllFree(engine);
 }
 
-TEST(EngineTest, SharedPrefixIsComputedOnce) {
-  kiln::Model model(instance(), artifact("gpt2_tiny"));
+TEST_P(BothInterfaces, SharedPrefixIsComputedOnce) {
+  kiln::Model model(instance(), artifact(GetParam()));
+  kiln::Model dense(instance(), artifact(denseOf(GetParam())));
   kiln::EngineOptions options;
   options.block_size = 8;
   kiln::Engine engine(model, options);
@@ -263,19 +280,45 @@ TEST(EngineTest, SharedPrefixIsComputedOnce) {
   EXPECT_EQ(engine.stats().num_prefix_cache_hit_tokens, 3u * 40)
       << "each later request finds the 5 shared blocks";
   for (int i = 0; i < 4; ++i)
-    expectMatchesLoop(greedyLoop(model, prompts[i], 10), outcomes[i],
+    expectMatchesLoop(greedyLoop(dense, prompts[i], 10), outcomes[i],
                       "request " + std::to_string(i));
   expectAllFree(engine);
   EXPECT_GT(engine.stats().num_blocks_cached, 0) << "kept for later prompts";
+}
 
-  // Without prefix caching nothing is shared.
+INSTANTIATE_TEST_SUITE_P(Llama, BothInterfaces,
+                         ::testing::Values("llama_tiny", "llama_tiny_paged"));
+
+TEST(EngineTest, PagedBlockSizeIsTheArtifacts) {
+  kiln::Model model(instance(), artifact("llama_tiny_paged"));
+  kiln::EngineOptions options;
+  options.block_size = 16;
+  try {
+    kiln::Engine engine(model, options);
+    ADD_FAILURE() << "a block size other than the artifact's must be refused";
+  } catch (const kiln::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("block_size 16 differs from the 8-token blocks"),
+              std::string::npos)
+        << e.what();
+  }
+  kiln::Engine engine(model);
+  EXPECT_EQ(engine.stats().block_size, 8);
+}
+
+TEST(EngineTest, NothingIsSharedWithoutPrefixCaching) {
+  kiln::Model model(instance(), artifact("gpt2_tiny"));
+  kiln::EngineOptions options;
+  options.block_size = 8;
   options.enable_prefix_caching = 0;
-  kiln::Engine plain(model, options);
-  Outcome again;
-  plain.addRequest(prompts[0], greedy(2), recordInto(again));
-  plain.addRequest(prompts[1], greedy(2), recordInto(again));
-  runToEnd(plain);
-  EXPECT_EQ(plain.stats().num_prefix_cache_hit_tokens, 0u);
+  kiln::Engine engine(model, options);
+  std::vector<int64_t> prompt = promptOf(40, 3);
+  Outcome first, second;
+  engine.addRequest(prompt, greedy(2), recordInto(first));
+  engine.step();
+  engine.addRequest(prompt, greedy(2), recordInto(second));
+  runToEnd(engine);
+  EXPECT_EQ(engine.stats().num_prefix_cache_hit_tokens, 0u);
+  EXPECT_EQ(first.tokens, second.tokens);
 }
 
 TEST(EngineTest, StopTokensEndRequests) {
@@ -493,10 +536,10 @@ TEST(EngineTest, RefusesBadOptionsAndRequests) {
   small.kv_cache_bytes = 1000;
   expectError([&] { kiln::Engine engine(model, small); },
               KILN_STATUS_INVALID_ARGUMENT, "one sequence of the model's longest");
-  kiln::EngineOptions zeroBlock;
-  zeroBlock.block_size = 0;
-  expectError([&] { kiln::Engine engine(model, zeroBlock); },
-              KILN_STATUS_INVALID_ARGUMENT, "block_size");
+  kiln::EngineOptions hugeBlock;
+  hugeBlock.block_size = 5000;
+  expectError([&] { kiln::Engine engine(model, hugeBlock); },
+              KILN_STATUS_INVALID_ARGUMENT, "block_size must be in [1, 4096]");
 
   kiln::Engine engine(model);
   auto add = [&](std::vector<int64_t> prompt, kiln::SamplingParams params) {

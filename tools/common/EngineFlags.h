@@ -92,7 +92,8 @@ public:
   static constexpr const char *kEngineUsage =
       "Engine:\n"
       "  --threads N               worker threads (0: one per core)\n"
-      "  --block-size N            tokens per KV block (default 16)\n"
+      "  --block-size N            tokens per KV block (default: a paged\n"
+      "                            artifact's, or 16)\n"
       "  --kv-cache-bytes N        the KV pool (default: max-num-seqs sequences\n"
       "                            of the model's longest length)\n"
       "  --max-num-seqs N          running sequences at most (default: the\n"

@@ -91,6 +91,21 @@ cl::list<std::string> disabledOptimizations(
              "pack-weights, memory-plan"),
     cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(kilncCategory));
 
+enum class KvCacheKind { Dense, Paged };
+cl::opt<KvCacheKind> kvCache(
+    "kv-cache", cl::desc("A decoder's KV-cache interface"),
+    cl::init(KvCacheKind::Dense),
+    cl::values(clEnumValN(KvCacheKind::Dense, "dense",
+                          "past_key_values inputs and present outputs, as exported"),
+               clEnumValN(KvCacheKind::Paged, "paged",
+                          "the generation engine's block pool, tables and lengths "
+                          "as inputs, the new rows as outputs")),
+    cl::cat(kilncCategory));
+
+cl::opt<int64_t> kvBlockSize("kv-block-size",
+                             cl::desc("Tokens per block of a paged KV cache"),
+                             cl::init(16), cl::cat(kilncCategory));
+
 cl::opt<std::string> reportPath(
     "report",
     cl::desc("Write what each compiler pass did (op counts, ops created and "
@@ -179,6 +194,10 @@ int main(int argc, char **argv) {
   for (const std::string &name : disabledOptimizations)
     if (!compileOptions.optimizations.disable(name, optionsError))
       return failStage("reading the options", "--disable: " + optionsError);
+  if (kvBlockSize < 1 || kvBlockSize > 4096)
+    return failStage("reading the options", "--kv-block-size must be in [1, 4096]");
+  if (kvCache == KvCacheKind::Paged)
+    compileOptions.optimizations.pagedKvBlockSize = kvBlockSize;
   kiln::PassReport report;
   if (!reportPath.empty()) {
     if (emitKind == EmitKind::Kiln || emitKind == EmitKind::Summary)

@@ -5,7 +5,9 @@
 // runtime's kiln_ukernel_attention implements. The op becomes a call on its
 // operands' buffers (bufferization.to_memref) writing fresh buffers that are
 // its results (bufferization.to_tensor restrict): the output and, with a
-// past, the presents that something reads.
+// past, the presents that something reads. kiln.paged_attention becomes a
+// call of kiln_ukernel_paged_attention on a parameter struct
+// (kiln/kernel_abi.h) filled slot by slot in a stack buffer.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
@@ -15,7 +17,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "runtime/include/kiln/kernel_abi.h"
 
 using namespace mlir;
 
@@ -229,10 +234,118 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
   }
 };
 
+struct PagedAttentionLowering : public OpConversionPattern<PagedAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PagedAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op.getResult().getType());
+    if (!resultType.getElementType().isF32())
+      return op.emitOpError("runs on f32 only in the CPU backend");
+    Location loc = op.getLoc();
+    Value query = adaptor.getQuery(), key = adaptor.getKey(),
+          value = adaptor.getValue(), cache = adaptor.getCache(),
+          tables = adaptor.getBlockTables(), lengths = adaptor.getPastLengths();
+    SmallVector<OpFoldResult> q = sizesOf(rewriter, loc, query);
+    SmallVector<OpFoldResult> k = sizesOf(rewriter, loc, key);
+    SmallVector<OpFoldResult> v = sizesOf(rewriter, loc, value);
+    checkSameSize(rewriter, loc, op, k[0], q[0],
+                  "the key's batch size does not match the query's");
+    checkSameSize(rewriter, loc, op, k[2], q[2],
+                  "the new keys are not as many as the queries");
+    for (int dim = 0; dim < 4; ++dim)
+      checkSameSize(rewriter, loc, op, v[dim], k[dim],
+                    "the value's shape does not match the key's");
+    checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, tables)[0], q[0],
+                  "the block tables' batch size does not match the query's");
+    checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, lengths)[0], q[0],
+                  "the past lengths' batch size does not match the query's");
+    Value width = rewriter.create<tensor::ExtractOp>(loc, adaptor.getPastWidth());
+    Value zero = i64Constant(rewriter, loc, 0);
+    check(rewriter, loc, op,
+          rewriter.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sge, width, zero),
+          "the padded past's width is negative");
+    // The masks span the padded past and the new rows.
+    OpFoldResult keyLength = rewriter
+                                 .create<arith::AddIOp>(
+                                     loc, rewriter.create<arith::IndexCastOp>(
+                                              loc, rewriter.getIndexType(), width),
+                                     getValueOrCreateConstantIndexOp(rewriter, loc, k[2]))
+                                 .getResult();
+    SmallVector<OpFoldResult> scoreSizes = {q[0], q[1], q[2], keyLength};
+    auto scoresType = RankedTensorType::get(
+        {resultType.getDimSize(0), resultType.getDimSize(1),
+         resultType.getDimSize(2), ShapedType::kDynamic},
+        resultType.getElementType());
+    unsigned maskOperand = 7;
+    if (Value keep = adaptor.getKeep())
+      checkBroadcast(rewriter, loc, op, keep, scoresType, scoreSizes, maskOperand++);
+    if (Value bias = adaptor.getBias())
+      checkBroadcast(rewriter, loc, op, bias, scoresType, scoreSizes, maskOperand);
+    SmallVector<OpFoldResult> resultSizes = {q[0], q[1], q[2], v[3]};
+    checkResultSizes(rewriter, loc, op, resultType, resultSizes);
+    Value output = allocateBuffer(rewriter, loc, resultType, resultSizes);
+
+    UkernelBuffer qBuffer = readBuffer(rewriter, loc, query);
+    UkernelBuffer kBuffer = readBuffer(rewriter, loc, key);
+    UkernelBuffer vBuffer = readBuffer(rewriter, loc, value);
+    UkernelBuffer cacheBuffer = readBuffer(rewriter, loc, cache, /*unitInnerStride=*/true);
+    UkernelBuffer tableBuffer = readBuffer(rewriter, loc, tables, /*unitInnerStride=*/true);
+    UkernelBuffer lengthBuffer = readBuffer(rewriter, loc, lengths, /*unitInnerStride=*/true);
+    UkernelBuffer outBuffer = describeBuffer(rewriter, loc, output);
+    auto cacheType = cast<RankedTensorType>(cache.getType());
+
+    // The slots of kiln_paged_attention_params_t, in declaration order.
+    SmallVector<Value> slots = {qBuffer.sizes[0], qBuffer.sizes[1], kBuffer.sizes[1],
+                                qBuffer.sizes[2], qBuffer.sizes[3], width};
+    for (const UkernelBuffer *buffer : {&qBuffer, &kBuffer, &vBuffer})
+      appendBuffer(rewriter, loc, buffer, slots);
+    slots.append({cacheBuffer.pointer, cacheBuffer.sizes[0],
+                  i64Constant(rewriter, loc, cacheType.getDimSize(1)),
+                  i64Constant(rewriter, loc, op.getLayer()),
+                  i64Constant(rewriter, loc, cacheType.getDimSize(4)),
+                  tableBuffer.pointer, tableBuffer.strides[0], tableBuffer.sizes[1],
+                  lengthBuffer.pointer});
+    auto doubleBits = [&](APFloat number) -> Value {
+      Value wide = rewriter.create<arith::ConstantOp>(
+          loc, rewriter.getF64FloatAttr(number.convertToFloat()));
+      return rewriter.create<arith::BitcastOp>(loc, rewriter.getI64Type(), wide);
+    };
+    appendMask(rewriter, loc, adaptor.getKeep(), slots);
+    slots.push_back(doubleBits(op.getMaskedValue()));
+    appendMask(rewriter, loc, adaptor.getBias(), slots);
+    slots.push_back(doubleBits(op.getScale()));
+    appendBuffer(rewriter, loc, &outBuffer, slots);
+    if (slots.size() != KILN_PAGED_ATTENTION_SLOTS)
+      return op.emitOpError() << "fills " << slots.size() << " parameter slots, "
+                              << "kiln/kernel_abi.h has " << KILN_PAGED_ATTENTION_SLOTS;
+
+    Type i64 = rewriter.getI64Type();
+    Value params = rewriter.create<memref::AllocaOp>(
+        loc, MemRefType::get({KILN_PAGED_ATTENTION_SLOTS}, i64));
+    for (auto [index, slot] : llvm::enumerate(slots)) {
+      if (isa<LLVM::LLVMPointerType>(slot.getType()))
+        slot = rewriter.create<LLVM::PtrToIntOp>(loc, i64, slot);
+      rewriter.create<memref::StoreOp>(
+          loc, slot, params,
+          ValueRange{rewriter.create<arith::ConstantIndexOp>(loc, index)});
+    }
+    SmallVector<Value> arguments = {describeBuffer(rewriter, loc, params).pointer};
+    auto module = op->getParentOfType<ModuleOp>();
+    rewriter.create<func::CallOp>(
+        loc, getOrDeclareUkernel(module, kPagedAttentionUkernel, arguments), arguments);
+    rewriter.replaceOp(op, rewriter.create<bufferization::ToTensorOp>(
+                               loc, resultType, output, /*restrict=*/true,
+                               /*writable=*/true));
+    return success();
+  }
+};
+
 } // namespace
 
 void populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering>(patterns.getContext());
+  patterns.add<AttentionLowering, PagedAttentionLowering>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -236,6 +236,55 @@ LogicalResult RotaryOp::verify() {
   return success();
 }
 
+LogicalResult PagedAttentionOp::verify() {
+  for (Value operand : {getQuery(), getKey(), getValue(), getResult()})
+    if (rankOf(operand) != 4)
+      return emitOpError() << "query, key, value and result must have rank 4, "
+                           << "got " << operand.getType();
+  if (rankOf(getCache()) != 6)
+    return emitOpError() << "the cache must have rank 6 [blocks, layers, 2, "
+                         << "kv_heads, block_size, head_dim], got "
+                         << getCache().getType();
+  if (rankOf(getBlockTables()) != 2)
+    return emitOpError() << "the block tables must have rank 2 [batch, "
+                         << "blocks], got " << getBlockTables().getType();
+  ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey()),
+                    value = shapeOf(getValue()), cache = shapeOf(getCache());
+  for (int64_t dim : {1, 2, 3, 4, 5})
+    if (ShapedType::isDynamic(cache[dim]))
+      return emitOpError() << "the cache's dims other than the block count "
+                           << "must be static, got " << getCache().getType();
+  auto agree = [&](int64_t a, int64_t b, StringRef what) -> LogicalResult {
+    if (failed(verifyCompatibleShape(ArrayRef<int64_t>{a}, ArrayRef<int64_t>{b})))
+      return emitOpError() << what << " differ: " << a << " and " << b;
+    return success();
+  };
+  if (failed(agree(query[0], key[0], "query and key batch sizes")) ||
+      failed(agree(key[0], value[0], "key and value batch sizes")) ||
+      failed(agree(key[1], value[1], "key and value head counts")) ||
+      failed(agree(key[2], value[2], "key and value lengths")) ||
+      failed(agree(query[3], key[3], "query and key head sizes")) ||
+      failed(agree(value[3], key[3], "key and value head sizes")) ||
+      failed(agree(cache[2], 2, "the cache's key/value dim and 2")) ||
+      failed(agree(cache[3], key[1], "the cache's and the key's head counts")) ||
+      failed(agree(cache[5], key[3], "the cache's and the key's head sizes")) ||
+      failed(agree(shapeOf(getBlockTables())[0], query[0],
+                   "block table and query batch sizes")) ||
+      failed(agree(shapeOf(getPastLengths())[0], query[0],
+                   "past length and query batch sizes")))
+    return failure();
+  if (!ShapedType::isDynamic(query[1]) && !ShapedType::isDynamic(key[1]) &&
+      (key[1] == 0 || query[1] % key[1] != 0))
+    return emitOpError() << "the " << query[1]
+                         << " query heads are not a multiple of the " << key[1]
+                         << " key/value heads";
+  if (getLayer() < 0 || getLayer() >= cache[1])
+    return emitOpError() << "layer " << getLayer() << " is not one of the cache's "
+                         << cache[1] << " layers";
+  return verifyResultShape(*this, {query[0], query[1], query[2], value[3]},
+                           getResult(), "result");
+}
+
 LogicalResult AttentionOp::verify() {
   for (Value operand : {getQuery(), getKey(), getValue(), getResult()})
     if (rankOf(operand) != 4)

@@ -404,6 +404,48 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
+    AttrSizedOperandSegments, AllElementTypesMatch<["query", "key", "value", "cache", "result"]>]> {
+  let summary = "attention whose past keys and values are read from a paged pool";
+  let description = [{
+    `kiln.attention` with a past, for the generation engine: the past keys
+    and values are not operands but rows of `cache`, the engine's pool
+    [blocks, layers, 2, Hkv, block_size, D] (2: key, value), of which this
+    op reads layer `layer`. Sequence b's cached token t is row t % block_size
+    of block `block_tables[b, t / block_size]`, for t < `past_lengths[b]`.
+    `key` and `value` [B, Hkv, Tk, D] are the new rows. The masks see a
+    padded past of `past_width` columns followed by the new rows:
+    sequence b's cached rows are columns [past_width - past_lengths[b],
+    past_width), and the columns in front of them hold no key (they take no
+    weight). No presents: the engine stores the new rows in its blocks.
+    `kiln-page-kv-cache` makes it from a `kiln.attention` whose past is a
+    graph input.
+
+    ```mlir
+    %o = kiln.paged_attention %q, %k, %v cache %pool tables %tables
+        lengths %lengths width %width bias %mask {layer = 0 : i64, scale = 2.500000e-01 : f32}
+        : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>,
+           tensor<?x2x2x2x16x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>,
+           tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
+                   Kiln_FloatTensor:$value, Kiln_FloatTensor:$cache,
+                   RankedTensorOf<[I64]>:$block_tables, Kiln_ShapeTensor:$past_lengths,
+                   Kiln_I64Scalar:$past_width,
+                   Optional<Kiln_BoolTensor>:$keep,
+                   Optional<Kiln_FloatTensor>:$bias, I64Attr:$layer,
+                   F32Attr:$scale,
+                   DefaultValuedAttr<F32Attr, "0.0f">:$masked_value);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `cache` $cache `tables` $block_tables
+    `lengths` $past_lengths `width` $past_width (`keep` $keep^)?
+    (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "mean">;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum">;

@@ -8,9 +8,12 @@
  * input_ids [batch, sequence], attention_mask [batch, total_sequence],
  * position_ids [batch, sequence] (int64) and past_key_values.N.key/.value
  * [batch, kv_heads, past_sequence, head_dim] (f32); outputs logits
- * [batch, sequence, vocab] (f32) and present.N.key/.value. Any other
- * interface is refused at create, with the input or output that did not
- * match named.
+ * [batch, sequence, vocab] (f32) and present.N.key/.value. Or, compiled
+ * with kilnc --kv-cache=paged, the paged form of it: kv_cache, block_tables
+ * and past_lengths instead of the past, new_key_values.N.key/.value (the new
+ * rows) instead of the presents; the engine's pool is then the artifact's
+ * input and no step copies the cache. Any other interface is refused at
+ * create, with the input or output that did not match named.
  *
  * Thread safety:
  *   - kiln_engine_create/release: one thread; release only after every other
@@ -35,7 +38,8 @@ typedef struct kiln_engine_s kiln_engine_t;
 typedef uint64_t kiln_request_id_t;
 
 typedef struct kiln_engine_options_s {
-  /* Tokens per KV-cache block. Default 16. */
+  /* Tokens per KV-cache block. 0 (the default): the block size a paged
+   * artifact was compiled for, or 16. */
   int32_t block_size;
   /* Bytes of the KV-cache pool. 0 (the default): enough blocks for
    * max_num_seqs sequences of the model's longest length. */

@@ -2201,3 +2201,45 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
   %d = kiln.linear %x, %w activation silu : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
   return %a, %b, %c, %d : tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// Tests that paged attention becomes a call of the runtime's paged attention
+// microkernel on one parameter struct (kiln/kernel_abi.h): 47 i64 slots on
+// the stack, filled in declaration order (slots 23 to 25 the pool's layer
+// count 2, the layer 1 and the block size 8; 41 the scale as a double's
+// bits),
+// after the padded past's width is checked and the masks are checked
+// against it plus the new rows.
+
+// CHECK-LABEL: func.func @paged_attention
+// CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<?x2x?x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<?x2x?x16xf32>, %[[POOL:[a-zA-Z0-9_]+]]: tensor<?x2x2x2x8x16xf32>, %[[TABLES:[a-zA-Z0-9_]+]]: tensor<?x?xi64>, %[[LENGTHS:[a-zA-Z0-9_]+]]: tensor<?xi64>, %[[WIDTH:[a-zA-Z0-9_]+]]: tensor<i64>, %[[MASK:[a-zA-Z0-9_]+]]: tensor<?x1x?x?xf32>)
+// CHECK: %[[W:.+]] = tensor.extract %[[WIDTH]][] : tensor<i64>
+// CHECK: cf.assert %{{.+}}, "kiln.paged_attention: the padded past's width is negative"
+// CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?x4x?x16xf32>
+// CHECK: bufferization.to_memref %[[POOL]] read_only
+// CHECK: bufferization.to_memref %[[TABLES]] read_only
+// CHECK: bufferization.to_memref %[[LENGTHS]] read_only
+// CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f64
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[SCALE]] : f64 to i64
+// CHECK: %[[PARAMS:.+]] = memref.alloca() : memref<47xi64>
+// CHECK: memref.store %{{.+}}, %[[PARAMS]]
+// CHECK: memref.store %[[W]], %[[PARAMS]]
+// CHECK: %{{.+}} = arith.constant 23 : index
+// CHECK-NEXT: memref.store %c2_i64{{(_[0-9]+)?}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 24 : index
+// CHECK-NEXT: memref.store %c1_i64{{(_[0-9]+)?}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 25 : index
+// CHECK-NEXT: memref.store %c8_i64{{(_[0-9]+)?}}, %[[PARAMS]]
+// CHECK: %{{.+}} = arith.constant 41 : index
+// CHECK-NEXT: memref.store %[[BITS]], %[[PARAMS]]
+// CHECK: call @kiln_ukernel_paged_attention(%{{.+}}) : (!llvm.ptr) -> ()
+// CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: return %[[R]]
+func.func @paged_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>,
+                           %pool: tensor<?x2x2x2x8x16xf32>, %tables: tensor<?x?xi64>, %lengths: tensor<?xi64>,
+                           %width: tensor<i64>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32> {
+  %o = kiln.paged_attention %q, %k, %v cache %pool tables %tables lengths %lengths width %width bias %mask {layer = 1 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}

@@ -541,3 +541,18 @@ func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: te
   %y = kiln.rotary %x, %cos, %sin : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %y : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Tests that paged_attention round-trips with its pool, tables, lengths,
+// padded past width and a bias.
+
+// CHECK-LABEL: func.func @paged_attention
+// CHECK: kiln.paged_attention %{{.+}}, %{{.+}}, %{{.+}} cache %{{.+}} tables %{{.+}} lengths %{{.+}} width %{{.+}} bias %{{.+}} {layer = 1 : i64, scale = 2.500000e-01 : f32}
+func.func @paged_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>,
+                           %pool: tensor<?x2x2x2x8x16xf32>, %tables: tensor<?x?xi64>, %lengths: tensor<?xi64>,
+                           %width: tensor<i64>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32> {
+  %o = kiln.paged_attention %q, %k, %v cache %pool tables %tables lengths %lengths width %width bias %mask {layer = 1 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}

@@ -1,0 +1,64 @@
+/* The calling convention between kilnc's generated code and the runtime
+ * kernels that take a parameter struct. Every field is 8 bytes, so that
+ * generated code fills a struct as an array of int64 slots in declaration
+ * order: pointers as integers, floats as the bits of a double. The compiler
+ * (compiler/Conversion/KilnToLinalg) and the runtime (runtime/src) both
+ * include this header; KILN_PAGED_ATTENTION_SLOTS is checked against the
+ * struct's size on both sides.
+ */
+#ifndef KILN_KERNEL_ABI_H
+#define KILN_KERNEL_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* kiln.paged_attention: attention whose past keys and values are read from
+ * the generation engine's paged pool instead of a dense tensor.
+ *
+ * Q [batch, heads, q_len, head_dim], the new rows K and V [batch, kv_heads,
+ * q_len, head_dim] and OUT [batch, heads, q_len, head_dim] are strided
+ * (b, h, t, d). The pool KV_CACHE is dense [blocks, num_layers, 2, kv_heads,
+ * block_size, head_dim] (2: key, value); sequence b's cached token t is in
+ * block BLOCK_TABLES[b * block_table_stride + t / block_size], row
+ * t % block_size, for t < PAST_LENGTHS[b]. The masks (KEEP, BIAS, strided
+ * over [batch, heads, q_len, past_width + q_len], either may be NULL) see a
+ * padded past of PAST_WIDTH columns: sequence b's cached rows are columns
+ * [past_width - past_lengths[b], past_width) and the new rows follow; the
+ * columns in front hold no key and take no weight. A length outside
+ * [0, past_width], a table too narrow for it or a block id outside
+ * [0, num_blocks) ends the run with an error (kiln_rt_trap). */
+typedef struct kiln_paged_attention_params_s {
+  int64_t batch, heads, kv_heads, q_len, head_dim, past_width;
+  const float *q;
+  int64_t q_strides[4];
+  const float *k;
+  int64_t k_strides[4];
+  const float *v;
+  int64_t v_strides[4];
+  const float *kv_cache;
+  int64_t num_blocks, num_layers, layer, block_size;
+  const int64_t *block_tables;
+  int64_t block_table_stride, block_table_width;
+  const int64_t *past_lengths;
+  const uint8_t *keep;
+  int64_t keep_strides[4];
+  double masked_value;
+  const float *bias;
+  int64_t bias_strides[4];
+  double scale;
+  float *out;
+  int64_t out_strides[4];
+} kiln_paged_attention_params_t;
+
+#define KILN_PAGED_ATTENTION_SLOTS 47
+
+#ifdef __cplusplus
+} /* extern "C" */
+static_assert(sizeof(kiln_paged_attention_params_t) == 8 * KILN_PAGED_ATTENTION_SLOTS,
+              "every field of the parameter struct is one 8-byte slot");
+#endif
+
+#endif /* KILN_KERNEL_ABI_H */
