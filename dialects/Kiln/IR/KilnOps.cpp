@@ -236,11 +236,41 @@ LogicalResult RotaryOp::verify() {
   return success();
 }
 
-LogicalResult PagedAttentionOp::verify() {
-  for (Value operand : {getQuery(), getKey(), getValue(), getResult()})
+/// Whether two sizes can be equal; else an error naming `what`.
+static LogicalResult agreeSizes(Operation *op, int64_t a, int64_t b, StringRef what) {
+  if (failed(verifyCompatibleShape(ArrayRef<int64_t>{a}, ArrayRef<int64_t>{b})))
+    return op->emitOpError() << what << " differ: " << a << " and " << b;
+  return success();
+}
+
+/// What both attention ops demand of their rank-4 query, key, value and
+/// result: one batch, keys and values alike, query and key heads as wide,
+/// and a whole number of query heads per key/value head.
+static LogicalResult verifyAttentionOperands(Operation *op, Value query, Value key,
+                                             Value value, Value result) {
+  for (Value operand : {query, key, value, result})
     if (rankOf(operand) != 4)
-      return emitOpError() << "query, key, value and result must have rank 4, "
-                           << "got " << operand.getType();
+      return op->emitOpError() << "query, key, value and result must have rank 4, "
+                               << "got " << operand.getType();
+  ArrayRef<int64_t> q = shapeOf(query), k = shapeOf(key), v = shapeOf(value);
+  if (failed(agreeSizes(op, q[0], k[0], "query and key batch sizes")) ||
+      failed(agreeSizes(op, k[0], v[0], "key and value batch sizes")) ||
+      failed(agreeSizes(op, k[1], v[1], "key and value head counts")) ||
+      failed(agreeSizes(op, k[2], v[2], "key and value lengths")) ||
+      failed(agreeSizes(op, q[3], k[3], "query and key head sizes")))
+    return failure();
+  if (!ShapedType::isDynamic(q[1]) && !ShapedType::isDynamic(k[1]) &&
+      (k[1] == 0 || q[1] % k[1] != 0))
+    return op->emitOpError() << "the " << q[1]
+                             << " query heads are not a multiple of the " << k[1]
+                             << " key/value heads";
+  return success();
+}
+
+LogicalResult PagedAttentionOp::verify() {
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getResult())))
+    return failure();
   if (rankOf(getCache()) != 6)
     return emitOpError() << "the cache must have rank 6 [blocks, layers, 2, "
                          << "kv_heads, block_size, head_dim], got "
@@ -254,30 +284,16 @@ LogicalResult PagedAttentionOp::verify() {
     if (ShapedType::isDynamic(cache[dim]))
       return emitOpError() << "the cache's dims other than the block count "
                            << "must be static, got " << getCache().getType();
-  auto agree = [&](int64_t a, int64_t b, StringRef what) -> LogicalResult {
-    if (failed(verifyCompatibleShape(ArrayRef<int64_t>{a}, ArrayRef<int64_t>{b})))
-      return emitOpError() << what << " differ: " << a << " and " << b;
-    return success();
-  };
-  if (failed(agree(query[0], key[0], "query and key batch sizes")) ||
-      failed(agree(key[0], value[0], "key and value batch sizes")) ||
-      failed(agree(key[1], value[1], "key and value head counts")) ||
-      failed(agree(key[2], value[2], "key and value lengths")) ||
-      failed(agree(query[3], key[3], "query and key head sizes")) ||
-      failed(agree(value[3], key[3], "key and value head sizes")) ||
-      failed(agree(cache[2], 2, "the cache's key/value dim and 2")) ||
-      failed(agree(cache[3], key[1], "the cache's and the key's head counts")) ||
-      failed(agree(cache[5], key[3], "the cache's and the key's head sizes")) ||
-      failed(agree(shapeOf(getBlockTables())[0], query[0],
-                   "block table and query batch sizes")) ||
-      failed(agree(shapeOf(getPastLengths())[0], query[0],
-                   "past length and query batch sizes")))
+  Operation *op = *this;
+  if (failed(agreeSizes(op, value[3], key[3], "key and value head sizes")) ||
+      failed(agreeSizes(op, cache[2], 2, "the cache's key/value dim and 2")) ||
+      failed(agreeSizes(op, cache[3], key[1], "the cache's and the key's head counts")) ||
+      failed(agreeSizes(op, cache[5], key[3], "the cache's and the key's head sizes")) ||
+      failed(agreeSizes(op, shapeOf(getBlockTables())[0], query[0],
+                        "block table and query batch sizes")) ||
+      failed(agreeSizes(op, shapeOf(getPastLengths())[0], query[0],
+                        "past length and query batch sizes")))
     return failure();
-  if (!ShapedType::isDynamic(query[1]) && !ShapedType::isDynamic(key[1]) &&
-      (key[1] == 0 || query[1] % key[1] != 0))
-    return emitOpError() << "the " << query[1]
-                         << " query heads are not a multiple of the " << key[1]
-                         << " key/value heads";
   if (getLayer() < 0 || getLayer() >= cache[1])
     return emitOpError() << "layer " << getLayer() << " is not one of the cache's "
                          << cache[1] << " layers";
@@ -286,28 +302,14 @@ LogicalResult PagedAttentionOp::verify() {
 }
 
 LogicalResult AttentionOp::verify() {
-  for (Value operand : {getQuery(), getKey(), getValue(), getResult()})
-    if (rankOf(operand) != 4)
-      return emitOpError() << "query, key, value and result must have rank 4, "
-                           << "got " << operand.getType();
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getResult())))
+    return failure();
   ArrayRef<int64_t> query = shapeOf(getQuery()), key = shapeOf(getKey()),
                     value = shapeOf(getValue());
-  auto agree = [&](int64_t a, int64_t b, StringRef what) -> LogicalResult {
-    if (failed(verifyCompatibleShape(ArrayRef<int64_t>{a}, ArrayRef<int64_t>{b})))
-      return emitOpError() << what << " differ: " << a << " and " << b;
-    return success();
+  auto agree = [&](int64_t a, int64_t b, StringRef what) {
+    return agreeSizes(*this, a, b, what);
   };
-  if (failed(agree(query[0], key[0], "query and key batch sizes")) ||
-      failed(agree(key[0], value[0], "key and value batch sizes")) ||
-      failed(agree(key[1], value[1], "key and value head counts")) ||
-      failed(agree(key[2], value[2], "key and value lengths")) ||
-      failed(agree(query[3], key[3], "query and key head sizes")))
-    return failure();
-  if (!ShapedType::isDynamic(query[1]) && !ShapedType::isDynamic(key[1]) &&
-      (key[1] == 0 || query[1] % key[1] != 0))
-    return emitOpError() << "the " << query[1]
-                         << " query heads are not a multiple of the " << key[1]
-                         << " key/value heads";
   int64_t keyLength = key[2];
   if (!getPast().empty()) {
     if (getPast().size() != 2 || getPresents().size() != 2)
