@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """The generation engine's serving benchmark, side by side in one run:
 
-- kiln-bench-throughput with continuous batching, and with static batching
-  in the same KV bytes (the baseline that reserves every sequence's longest
-  KV and runs a batch to its end);
+- kiln-bench-throughput with continuous batching, on the paged build
+  (kilnc --kv-cache=paged: the attention reads the engine's blocks) and on
+  the export's dense interface (each step gathers the pasts from the
+  blocks), and with static batching on the paged build in the same KV bytes
+  (the baseline that reserves every sequence's longest KV and runs a batch
+  to its end);
 - ONNX Runtime through bench/ort/generate_ort.js: the same requests, greedy,
   in static batches of --ort-batch with left padding, as a user of ORT
   batches them today;
-- a decode-only step of the engine at batch 32 against a batch-32 step of
-  the plain artifact (kiln-run, past 512), both held against the step's
+- a decode-only step of the engine at batch 32 (both builds) against a
+  batch-32 step of the plain artifact (kiln-run, past 512), held against the step's
   floor: the bytes it must move and the FLOPs it must do (bench/run.py's
   step_cost, for the models export.py makes) at the read bandwidth and FMA
   peak kiln-roofline measures before and after (the highest stands).
@@ -85,10 +88,12 @@ def main():
 
     model_path = run.model_path(args.model, args.work_dir)
     artifact = os.path.join(args.work_dir, f"{args.model}.engine.kiln")
+    paged = os.path.join(args.work_dir, f"{args.model}.paged.kiln")
     max_len = 1024
-    harness.run_command([args.kilnc, model_path, "-o", artifact, "--dim=batch=1:32",
-                         "--dim=sequence=1:512", f"--dim=past_sequence=0:{max_len - 1}",
-                         f"--dim=total_sequence=1:{max_len}"])
+    bounds = ["--dim=batch=1:32", "--dim=sequence=1:512", f"--dim=total_sequence=1:{max_len}"]
+    harness.run_command([args.kilnc, model_path, "-o", artifact, *bounds,
+                         f"--dim=past_sequence=0:{max_len - 1}"])
+    harness.run_command([args.kilnc, model_path, "-o", paged, "--kv-cache=paged", *bounds])
 
     rng = np.random.default_rng(0)
     vocab = vocab_size(model_path)
@@ -109,11 +114,13 @@ def main():
     results = {"model": args.model, "threads": args.threads, "num_prompts": args.num_prompts,
                "input_len": args.input_len, "output_len": args.output_len,
                "kv_cache_bytes": kv_bytes, "longest": longest}
-    for batching in ("continuous", "static"):
-        out = harness.run_command([args.throughput, artifact, "--requests", requests_path,
+    for name, build, batching in (("continuous", paged, "continuous"),
+                                  ("continuous_dense", artifact, "continuous"),
+                                  ("static", paged, "static")):
+        out = harness.run_command([args.throughput, build, "--requests", requests_path,
                                    "--kv-cache-bytes", str(kv_bytes), "--batching", batching,
                                    "--threads", str(args.threads), "--json"])
-        results[batching] = json.loads(out)
+        results[name] = json.loads(out)
     out = harness.run_command(["node", os.path.join(ROOT, "bench", "ort", "generate_ort.js"),
                                model_path, "--requests", requests_path,
                                "--batch", str(args.ort_batch), "--threads", str(args.threads)])
@@ -130,9 +137,9 @@ def main():
     decode_path = os.path.join(args.work_dir, "decode32.json")
     with open(decode_path, "w") as f:
         json.dump({"requests": decode}, f)
-    out = harness.run_command([args.throughput, artifact, "--requests", decode_path,
-                               "--threads", str(args.threads), "--json"])
-    engine_decode = json.loads(out)
+    engine_decode = {name: json.loads(harness.run_command(
+        [args.throughput, build, "--requests", decode_path, "--threads", str(args.threads),
+         "--json"])) for name, build in (("paged", paged), ("dense", artifact))}
     case_dir = os.path.join(args.work_dir, f"plain_32_1_{past}")
     os.makedirs(case_dir, exist_ok=True)
     flags = harness.save_inputs(harness.make_inputs(model_path, 32, 1, past, vocab=vocab), case_dir)
@@ -140,8 +147,11 @@ def main():
                              benchmark=5 if args.smoke else 20)
     ceilings.append(json.loads(harness.run_command(
         [args.roofline, "--threads", str(args.threads)]).strip().splitlines()[-1]))
-    results["decode_step"] = {"past": past, "engine_batch": engine_decode["decode_step_batch"],
-                              "engine_ms": engine_decode["decode_step_ms"],
+    results["decode_step"] = {"past": past,
+                              "engine_batch": engine_decode["paged"]["decode_step_batch"],
+                              "engine_ms": engine_decode["paged"]["decode_step_ms"],
+                              "engine_dense_batch": engine_decode["dense"]["decode_step_batch"],
+                              "engine_dense_ms": engine_decode["dense"]["decode_step_ms"],
                               "plain_ms": plain["median_ms"]}
     architecture_path = os.path.join(args.work_dir, args.model + ".json")
     if os.path.exists(architecture_path):  # the architectures export.py wrote
@@ -156,13 +166,14 @@ def main():
 
     with open(os.path.join(args.work_dir, "engine.json"), "w") as f:
         json.dump(results, f, indent=1)
-    c, s = results["continuous"], results["static"]
+    c, s, cd = results["continuous"], results["static"], results["continuous_dense"]
     print(f"{args.model}, {args.num_prompts} requests, prompts {args.input_len}, outputs "
           f"{args.output_len}, KV pool {kv_bytes / 2**20:.1f} MiB ({args.kv_seqs} x {longest} "
           f"tokens), {args.threads} threads")
     print("| contender | s | requests/s | output tokens/s | peak concurrent | preemptions | KV waste |")
     print("|---|---|---|---|---|---|---|")
-    for name, r in (("kiln continuous", c), ("kiln static", s)):
+    for name, r in (("kiln continuous, paged", c), ("kiln continuous, dense", cd),
+                    ("kiln static, paged", s)):
         waste = r["kv_waste_steady_state"]
         print(f"| {name} | {r['seconds']:.2f} | {r['requests_per_s']:.2f} | "
               f"{r['output_tokens_per_s']:.1f} | {r['peak_concurrent_sequences']} | "
@@ -175,15 +186,19 @@ def main():
           f"peak concurrent continuous / static: "
           f"{c['peak_concurrent_sequences'] / s['peak_concurrent_sequences']:.2f}")
     d = results["decode_step"]
-    if d["engine_ms"] is not None:
-        print(f"decode-only step at batch {d['engine_batch']}, past {d['past']}: engine "
-              f"{d['engine_ms']:.2f} ms, plain artifact (batch 32) {d['plain_ms']:.2f} ms, "
-              f"ratio {d['engine_ms'] / d['plain_ms']:.2f}")
+    print(f"continuous paged / dense output tokens/s: "
+          f"{c['output_tokens_per_s'] / cd['output_tokens_per_s']:.2f}")
+    if d["engine_ms"] is not None and d["engine_dense_ms"] is not None:
+        print(f"decode-only step, past {d['past']}: engine paged {d['engine_ms']:.2f} ms "
+              f"(batch {d['engine_batch']}), dense {d['engine_dense_ms']:.2f} ms "
+              f"(batch {d['engine_dense_batch']}), plain artifact (batch 32) "
+              f"{d['plain_ms']:.2f} ms; paged / plain {d['engine_ms'] / d['plain_ms']:.2f}")
         if "floor_ms" in d:
             print(f"  the step moves {d['mb_per_step']:.0f} MB and does {d['gflop']:.1f} GFLOP: "
                   f"floor {d['floor_ms']:.2f} ms at {d['read_gb_per_s']:.1f} GB/s and "
-                  f"{d['fma_gflop_per_s']:.0f} GFLOP/s; engine {100 * d['floor_ms'] / d['engine_ms']:.0f}%, "
-                  f"plain {100 * d['floor_ms'] / d['plain_ms']:.0f}% of it")
+                  f"{d['fma_gflop_per_s']:.0f} GFLOP/s; engine paged "
+                  f"{100 * d['floor_ms'] / d['engine_ms']:.0f}%, plain "
+                  f"{100 * d['floor_ms'] / d['plain_ms']:.0f}% of it")
 
 
 if __name__ == "__main__":

@@ -559,6 +559,7 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   float *kt = scratch;
   float *vPacked = kt + p.headDim * kKeyBlock;
   float *acc = vPacked + kKeyBlock * accWidth;
+  float *gathered = acc + kTileRows * accWidth; // a paged past's key block
   std::fill(acc, acc + count * accWidth, 0.0f);
   float m[kTileRows];
   F l[kTileRows];
@@ -624,17 +625,32 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   };
 
   if (const PagedPast *paged = p.paged) {
-    // The cached rows block by block, right-aligned in the padded past;
-    // the columns in front of them hold no key.
+    // The cached rows, right-aligned in the padded past (the columns in
+    // front hold no key), a key block at a time: its rows are copied out of
+    // their blocks into `gathered` (K, then V), so that the block is
+    // transposed and weighed as one run, as a dense past's is, instead of
+    // one short run per pool block.
     const int64_t length = paged->lengths[b];
     const int64_t *table = paged->tables + b * paged->tableStride;
     const Strides rowsOf = {0, 0, p.headDim, 1};
-    for (int64_t t = 0; t < length; t += paged->blockSize)
-      attend(paged->rows(table[t / paged->blockSize], 0, p.kvHeads, kvHead, p.headDim),
-             rowsOf,
-             paged->rows(table[t / paged->blockSize], 1, p.kvHeads, kvHead, p.headDim),
-             rowsOf, std::min(paged->blockSize, length - t),
-             paged->width - length + t);
+    float *gatheredK = gathered, *gatheredV = gathered + kKeyBlock * p.headDim;
+    for (int64_t t0 = 0; t0 < length; t0 += kKeyBlock) {
+      const int64_t keys = std::min(kKeyBlock, length - t0);
+      for (int64_t t = t0; t < t0 + keys;) {
+        const int64_t block = table[t / paged->blockSize];
+        const int64_t slot = t % paged->blockSize;
+        const int64_t run = std::min(paged->blockSize - slot, t0 + keys - t);
+        const size_t bytes = sizeof(float) * run * p.headDim;
+        std::memcpy(gatheredK + (t - t0) * p.headDim,
+                    paged->rows(block, 0, p.kvHeads, kvHead, p.headDim) + slot * p.headDim,
+                    bytes);
+        std::memcpy(gatheredV + (t - t0) * p.headDim,
+                    paged->rows(block, 1, p.kvHeads, kvHead, p.headDim) + slot * p.headDim,
+                    bytes);
+        t += run;
+      }
+      attend(gatheredK, rowsOf, gatheredV, rowsOf, keys, paged->width - length + t0);
+    }
     attendSegment(p.current, paged->width);
   } else if (readsCache) {
     attendSegment(cache, 0);
@@ -665,7 +681,8 @@ template <int W>
 KILN_ALWAYS_INLINE void runTiles(const Problem &p, int64_t begin, int64_t end) {
   const int64_t accWidth = ceilDiv(p.valueDim, W) * W;
   float *scratch = threadScratch(p.headDim * kKeyBlock + kKeyBlock * accWidth +
-                                 kTileRows * accWidth);
+                                 kTileRows * accWidth +
+                                 (p.paged ? 2 * kKeyBlock * p.headDim : 0));
   const int64_t perKvHead = p.tilesPerKvHead();
   const int64_t rowsPerKvHead = p.group() * p.qLen;
   for (int64_t tile = begin; tile < end; ++tile) {
