@@ -22,7 +22,11 @@ flags=$(/usr/bin/python3 bench/make_inputs.py "$model" --batch 1 --sequence 16 \
 "$build/bin/kiln-run" "$demo/model.kiln" $flags --output-dir "$demo/outputs" \
   --benchmark 20
 
+echo "== kilnc --kv-cache=paged: the same model reading the engine's KV blocks in place"
+"$build/bin/kilnc" "$model" -o "$demo/model.paged.kiln" --kv-cache=paged \
+  --dim batch=1:8 --dim sequence=1:256 --dim total_sequence=1:256
+
 echo "== kiln-generate: three requests at once through the generation engine, streamed"
-"$build/bin/kiln-generate" "$demo/model.kiln" --prompt-ids 1,2,3,4,5 \
+"$build/bin/kiln-generate" "$demo/model.paged.kiln" --prompt-ids 1,2,3,4,5 \
   --prompt-ids 17,42,99 --prompt-ids 7 --max-tokens 8 --temperature 0.8 \
   --top-p 0.95 --seed 1 --stream --stats
