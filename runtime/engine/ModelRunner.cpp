@@ -307,17 +307,16 @@ void ModelRunner::scatterNewRows(const std::vector<const ScheduledRequest *> &gr
                                  int64_t first, int64_t newTokens) {
   const int32_t heads = shape_.numKvHeads, dim = shape_.headDim;
   const int64_t total = first + newTokens;
-  const int64_t past = first;
   for (int32_t layer = 0; layer < shape_.numLayers; ++layer)
     for (int32_t kv = 0; kv < 2; ++kv) {
-      kiln_tensor_t present;
-      kiln_session_output(session_, kvOutputs_[layer * 2 + kv], &present);
-      const float *data = static_cast<const float *>(present.data);
+      kiln_tensor_t output;
+      kiln_session_output(session_, kvOutputs_[layer * 2 + kv], &output);
+      const float *data = static_cast<const float *>(output.data);
       for (size_t i = 0; i < group.size(); ++i) {
         const Request &request = *group[i]->request;
         int32_t start = request.numComputedTokens;
         for (int32_t head = 0; head < heads; ++head) {
-          const float *rows = data + ((i * heads + head) * total + past) * dim;
+          const float *rows = data + ((i * heads + head) * total + first) * dim;
           for (int32_t t = 0; t < newTokens;) {
             int32_t token = start + t;
             int32_t slot = token % blockSize_;

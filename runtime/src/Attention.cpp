@@ -12,7 +12,9 @@
 // new rows, which the kernel also writes out concatenated (the presents):
 // the first tile of each kv head copies each block there just before it
 // uses it, and, when both presents are wanted, reads the block back from
-// them, in L1.
+// them, in L1. Or the past is the generation engine's block pool
+// (kiln_ukernel_paged_attention): each key block's rows are copied out of
+// their pool blocks first, and no presents are written.
 //
 // One source serves every ISA: the kernel is written on GCC vector extensions
 // of W floats and instantiated inside an AVX-512F, an AVX2+FMA and a baseline
@@ -727,7 +729,8 @@ TileRunner tileRunnerFor(GemmIsa isa) {
 
 /// Runs a problem on the pool: the part both entry points share.
 void solve(const Problem &problem) {
-  if (problem.heads <= 0 || problem.qLen <= 0 || problem.valueDim <= 0 || problem.kvLen() == 0) {
+  if (problem.heads <= 0 || problem.qLen <= 0 || problem.valueDim <= 0 ||
+      problem.kvLen() == 0) {
     // No tile runs to write the presents as it reads the rows.
     for (int64_t b = 0; b < problem.batch; ++b)
       for (int64_t kvHead = 0; kvHead < problem.kvHeads; ++kvHead)
