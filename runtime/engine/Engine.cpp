@@ -243,7 +243,6 @@ void Engine::runStep() {
     errors.assign(out.scheduled.size(), "out of memory while running the model");
   }
   const int32_t vocab = runner_->shape().vocabSize;
-  size_t row = 0;
   uint64_t generated = 0;
   for (size_t i = 0; i < out.scheduled.size(); ++i) {
     const ScheduledRequest &scheduled = out.scheduled[i];
@@ -257,7 +256,7 @@ void Engine::runStep() {
     if (!scheduled.samples)
       continue;
     SampledToken token =
-        sampler_.sample(request, logits_.data() + (row++) * vocab, vocab);
+        sampler_.sample(request, logits_[i], vocab);
     request.tokens.push_back(token.token);
     ++generated;
     const std::vector<int64_t> &stops = request.params.stopTokenIds;

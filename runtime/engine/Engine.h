@@ -53,7 +53,7 @@ private:
   std::unique_ptr<Scheduler> scheduler_;
   Sampler sampler_;
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
-  std::vector<float> logits_;
+  std::vector<const float *> logits_; // per scheduled request, or null
   int32_t blockSize_ = 0;
   int64_t maxModelLen_ = 0;
   uint64_t fallbackSeed_ = 0;

@@ -406,7 +406,7 @@ std::string ModelRunner::runGroup(const std::vector<const ScheduledRequest *> &g
 
 std::vector<std::string>
 ModelRunner::execute(const std::vector<ScheduledRequest> &scheduled,
-                     std::vector<float> &logits) {
+                     std::vector<const float *> &logits) {
   // Decode tokens run together, up to the model's batch bound; each prefill
   // chunk runs alone, so that no request pays for another's padding.
   std::vector<std::vector<const ScheduledRequest *>> groups;
@@ -423,25 +423,24 @@ ModelRunner::execute(const std::vector<ScheduledRequest> &scheduled,
   if (!decodes.empty())
     groups.push_back(std::move(decodes));
 
-  // Rows come out in group order; put them back in `scheduled` order.
+  // Each group's rows are kept (the next run overwrites the session's
+  // outputs) and pointed to in `scheduled` order.
   std::vector<std::string> errors(scheduled.size());
-  std::vector<const float *> rowOf(scheduled.size(), nullptr);
-  std::vector<std::vector<float>> rowsByGroup(groups.size());
+  logits.assign(scheduled.size(), nullptr);
+  if (groupLogits_.size() < groups.size())
+    groupLogits_.resize(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
-    std::string error = runGroup(groups[g], rowsByGroup[g]);
+    groupLogits_[g].clear();
+    std::string error = runGroup(groups[g], groupLogits_[g]);
     size_t row = 0;
     for (const ScheduledRequest *s : groups[g]) {
       size_t index = s - scheduled.data();
       if (!error.empty())
         errors[index] = error;
       else if (s->samples)
-        rowOf[index] = rowsByGroup[g].data() + (row++) * shape_.vocabSize;
+        logits[index] = groupLogits_[g].data() + (row++) * shape_.vocabSize;
     }
   }
-  logits.clear();
-  for (size_t i = 0; i < scheduled.size(); ++i)
-    if (rowOf[i])
-      logits.insert(logits.end(), rowOf[i], rowOf[i] + shape_.vocabSize);
   return errors;
 }
 

@@ -53,12 +53,12 @@ public:
   void allocateCache(int32_t numBlocks, int32_t blockSize);
 
   /// Runs every scheduled request's new tokens and writes their keys and
-  /// values into its blocks. For each request that samples and whose run
-  /// succeeded, its last token's logits become a row of `logits` (vocabSize
-  /// floats), in the order of `scheduled`. Returns one message per scheduled
-  /// request: empty when its run succeeded, else why it failed.
+  /// values into its blocks. `logits[i]` is scheduled request i's last
+  /// token's logits (vocabSize floats, valid until the next execute) when
+  /// it samples and its run succeeded, else null. Returns one message per
+  /// scheduled request: empty when its run succeeded, else why it failed.
   std::vector<std::string> execute(const std::vector<ScheduledRequest> &scheduled,
-                                   std::vector<float> &logits);
+                                   std::vector<const float *> &logits);
 
 private:
   ModelRunner(kiln_model_t *model, kiln_session_t *session)
@@ -94,6 +94,7 @@ private:
   std::vector<int64_t> ids_, mask_, positions_, tables_, lengths_;
   int64_t tableWidth_ = 1;
   std::vector<std::vector<float>> pasts_; // [layer * 2 + kv]
+  std::vector<std::vector<float>> groupLogits_; // each run's sampled rows
 };
 
 } // namespace kiln::engine
