@@ -27,13 +27,6 @@ BlockPool::BlockPool(int32_t numBlocks, bool enablePrefixCaching)
     pushFreeTail(block);
 }
 
-int32_t BlockPool::numCachedFree() const {
-  int32_t count = 0;
-  for (BlockId block = freeHead_; block != -1; block = blocks_[block].next)
-    count += blocks_[block].key.has_value();
-  return count;
-}
-
 void BlockPool::pushFreeTail(BlockId block) {
   Block &b = blocks_[block];
   b.prev = freeTail_;
@@ -44,6 +37,7 @@ void BlockPool::pushFreeTail(BlockId block) {
     freeHead_ = block;
   freeTail_ = block;
   ++numFree_;
+  numCachedFree_ += b.key.has_value();
 }
 
 void BlockPool::unlinkFree(BlockId block) {
@@ -58,6 +52,7 @@ void BlockPool::unlinkFree(BlockId block) {
     freeTail_ = b.prev;
   b.prev = b.next = -1;
   --numFree_;
+  numCachedFree_ -= b.key.has_value();
 }
 
 void BlockPool::forget(BlockId block) {
@@ -116,6 +111,7 @@ void BlockPool::cache(BlockId block, BlockKey key) {
     return;
   cached_.emplace(hash, block);
   blocks_[block].key = std::move(key);
+  numCachedFree_ += blocks_[block].refCount == 0;
 }
 
 } // namespace kiln::engine

@@ -40,7 +40,7 @@ public:
   /// Blocks no request holds, cached ones included.
   int32_t numFree() const { return numFree_; }
   /// Free blocks that still hold a cached prefix.
-  int32_t numCachedFree() const;
+  int32_t numCachedFree() const { return numCachedFree_; }
   int32_t refCount(BlockId block) const { return blocks_[block].refCount; }
 
   /// Takes `count` blocks from the head of the free queue, each with one
@@ -73,6 +73,7 @@ private:
   std::vector<Block> blocks_;
   BlockId freeHead_ = -1, freeTail_ = -1;
   int32_t numFree_ = 0;
+  int32_t numCachedFree_ = 0; // free blocks with a key
   bool enablePrefixCaching_;
   std::unordered_map<uint64_t, BlockId> cached_; // by BlockKey::hash()
 };
