@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/engine.hpp"
+#include "test/unit/EngineTestModels.h"
 
 #include <gtest/gtest.h>
 
@@ -23,15 +24,8 @@
 
 namespace {
 
-std::string artifact(const std::string &name) {
-  const char *dir = std::getenv("KILN_ENGINE_TEST_DIR");
-  return std::string(dir ? dir : ".") + "/" + name + ".kiln";
-}
-
-kiln::Instance &instance() {
-  static kiln::Instance shared(2);
-  return shared;
-}
+using kiln::test::artifact;
+using kiln::test::instance;
 
 /// One encoder request of `length` tokens: input_ids (never 0 or 1, the
 /// pad ids of these vocabularies), attention_mask of ones, token_type_ids

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/engine.hpp"
+#include "test/unit/EngineTestModels.h"
 
 #include <gtest/gtest.h>
 
@@ -29,15 +30,8 @@
 
 namespace {
 
-std::string artifact(const std::string &name) {
-  const char *dir = std::getenv("KILN_ENGINE_TEST_DIR");
-  return std::string(dir ? dir : ".") + "/" + name + ".kiln";
-}
-
-kiln::Instance &instance() {
-  static kiln::Instance shared(2);
-  return shared;
-}
+using kiln::test::artifact;
+using kiln::test::instance;
 
 /// The dense build of an engine test artifact: NAME for NAME_paged (the
 /// plain loop needs past and present tensors).
