@@ -13,6 +13,8 @@ packages=(
   libonnx-dev libprotobuf-dev
   # Artifacts: the manifest (JSON) and the checksum (zlib's CRC-32)
   nlohmann-json3-dev zlib1g-dev
+  # The tokenizer: tokenizer.json patterns and Unicode normalization
+  libpcre2-dev libutf8proc-dev pkg-config
   # Linking the generated code into a shared object (ld; lld is used if present)
   binutils
   # Unit tests

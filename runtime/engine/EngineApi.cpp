@@ -7,6 +7,7 @@
 
 using kiln::engine::DynamicBatcher;
 using kiln::engine::Engine;
+using kiln::rt::guarded;
 using kiln::rt::makeStatus;
 
 struct kiln_engine_s {
@@ -16,22 +17,6 @@ struct kiln_engine_s {
 struct kiln_batcher_s {
   std::unique_ptr<DynamicBatcher> batcher;
 };
-
-namespace {
-
-template <typename Body>
-kiln_status_t guarded(const char *function, Body body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return makeStatus(KILN_STATUS_RESOURCE_EXHAUSTED,
-                      std::string(function) + ": out of memory");
-  } catch (const std::exception &e) {
-    return makeStatus(KILN_STATUS_INTERNAL, std::string(function) + ": " + e.what());
-  }
-}
-
-} // namespace
 
 extern "C" {
 

@@ -1,0 +1,410 @@
+//===- Models.cpp - tokenizer.json "model" types: BPE, WordPiece, WordLevel ===//
+#include "Components.h"
+
+#include "TokenizerError.h"
+#include "Unicode.h"
+
+#include <cstdio>
+#include <mutex>
+#include <queue>
+#include <unordered_map>
+
+namespace kiln::tok {
+
+namespace {
+
+// token <-> id. The map's keys view the strings in `tokens_`, which never move
+// after loading.
+class Vocabulary {
+public:
+  Vocabulary(const Json &vocab, const JsonPath &path) {
+    if (!vocab.is_object())
+      throw TokenizerError(path.text + ": expected an object of token: id");
+    int64_t maxId = -1;
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+          it.value().get<int64_t>() > INT32_MAX)
+        throw TokenizerError(path.text + "[\"" + it.key() + "\"]: expected an id in [0, 2^31)");
+      maxId = std::max(maxId, it.value().get<int64_t>());
+    }
+    tokens_.resize((size_t)(maxId + 1));
+    present_.assign((size_t)(maxId + 1), false);
+    for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+      int32_t id = (int32_t)it.value().get<int64_t>();
+      if (present_[id])
+        throw TokenizerError(path.text + ": id " + std::to_string(id) +
+                             " is given to both '" + tokens_[id] + "' and '" +
+                             it.key() + "'");
+      tokens_[id] = it.key();
+      present_[id] = true;
+    }
+    ids_.reserve(tokens_.size());
+    for (size_t id = 0; id < tokens_.size(); ++id)
+      if (present_[id])
+        ids_.emplace(tokens_[id], (int32_t)id);
+  }
+  std::optional<int32_t> find(std::string_view token) const {
+    auto it = ids_.find(token);
+    if (it == ids_.end())
+      return std::nullopt;
+    return it->second;
+  }
+  const std::string *token(int32_t id) const {
+    if (id < 0 || (size_t)id >= tokens_.size() || !present_[id])
+      return nullptr;
+    return &tokens_[id];
+  }
+  int32_t size() const { return (int32_t)tokens_.size(); }
+
+private:
+  std::vector<std::string> tokens_;
+  std::vector<bool> present_;
+  std::unordered_map<std::string_view, int32_t> ids_;
+};
+
+std::optional<std::string> optionalString(const Json &config, const char *key,
+                                          const JsonPath &path) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null())
+    return std::nullopt;
+  if (!it->is_string())
+    throw TokenizerError((path / key).text + ": expected a string or null");
+  return it->get<std::string>();
+}
+
+// The id of the model's unknown token; it must be in the vocabulary.
+std::optional<int32_t> unknownId(const Vocabulary &vocab, const Json &config,
+                                 const JsonPath &path) {
+  std::optional<std::string> unk = optionalString(config, "unk_token", path);
+  if (!unk)
+    return std::nullopt;
+  std::optional<int32_t> id = vocab.find(*unk);
+  if (!id)
+    throw TokenizerError((path / "unk_token").text + ": '" + *unk +
+                         "' is not in the vocabulary");
+  return id;
+}
+
+class Bpe : public Model {
+public:
+  Bpe(const Json &config, const JsonPath &path)
+      : vocab_(field(config, "vocab", path), path / "vocab"),
+        unk_(unknownId(vocab_, config, path)),
+        prefix_(optionalString(config, "continuing_subword_prefix", path).value_or("")),
+        suffix_(optionalString(config, "end_of_word_suffix", path).value_or("")),
+        fuseUnk_(boolField(config, "fuse_unk", false, path)),
+        byteFallback_(boolField(config, "byte_fallback", false, path)),
+        ignoreMerges_(boolField(config, "ignore_merges", false, path)) {
+    auto dropout = config.find("dropout");
+    if (dropout != config.end() && !dropout->is_null() && dropout->get<double>() > 0.0)
+      throw TokenizerError((path / "dropout").text +
+                           ": BPE dropout is for training; inference takes none");
+    if (byteFallback_)
+      for (int byte = 0; byte < 256; ++byte) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", byte);
+        byteIds_[byte] = vocab_.find(name).value_or(-1);
+      }
+    loadMerges(field(config, "merges", path), path / "merges");
+  }
+
+  void tokenize(std::string_view word, std::vector<int32_t> &ids) const override {
+    if (ignoreMerges_)
+      if (std::optional<int32_t> id = vocab_.find(word)) {
+        ids.push_back(*id);
+        return;
+      }
+    bool cacheable = word.size() < kMaxCachedWordBytes;
+    std::string key;
+    if (cacheable) {
+      key.assign(word);
+      std::lock_guard<std::mutex> lock(cacheMutex_);
+      auto it = cache_.find(key);
+      if (it != cache_.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        return;
+      }
+    }
+    size_t first = ids.size();
+    merge(word, ids);
+    if (cacheable) {
+      std::lock_guard<std::mutex> lock(cacheMutex_);
+      // Like the Rust library, a full cache stops taking words rather than
+      // evicting: the common words arrive first.
+      if (cache_.size() < kCacheCapacity)
+        cache_.emplace(std::move(key), std::vector<int32_t>(ids.begin() + first, ids.end()));
+    }
+  }
+
+  std::optional<int32_t> tokenToId(std::string_view token) const override {
+    return vocab_.find(token);
+  }
+  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
+  int32_t vocabSize() const override { return vocab_.size(); }
+
+private:
+  static constexpr size_t kMaxCachedWordBytes = 256;
+  static constexpr size_t kCacheCapacity = 10000;
+
+  struct MergeResult {
+    int32_t rank;
+    int32_t id;
+  };
+  static uint64_t pairKey(int32_t left, int32_t right) {
+    return ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
+  }
+
+  void loadMerges(const Json &merges, const JsonPath &path) {
+    if (!merges.is_array())
+      throw TokenizerError(path.text + ": expected a list");
+    merges_.reserve(merges.size());
+    for (size_t rank = 0; rank < merges.size(); ++rank) {
+      const Json &merge = merges[rank];
+      std::string left, right;
+      if (merge.is_string()) {
+        // "left right": the older form, whose tokens hold no space.
+        const std::string &text = merge.get_ref<const std::string &>();
+        size_t space = text.find(' ');
+        if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
+          throw TokenizerError(path[rank].text + ": expected 'left right', got '" + text + "'");
+        left = text.substr(0, space);
+        right = text.substr(space + 1);
+      } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() &&
+                 merge[1].is_string()) {
+        left = merge[0].get<std::string>();
+        right = merge[1].get<std::string>();
+      } else {
+        throw TokenizerError(path[rank].text + ": expected \"left right\" or [left, right]");
+      }
+      std::optional<int32_t> leftId = vocab_.find(left), rightId = vocab_.find(right);
+      if (!leftId || !rightId)
+        throw TokenizerError(path[rank].text + ": '" + (leftId ? right : left) +
+                             "' is not in the vocabulary");
+      std::string merged = left;
+      merged += right.compare(0, prefix_.size(), prefix_) == 0 ? right.substr(prefix_.size())
+                                                               : right;
+      std::optional<int32_t> mergedId = vocab_.find(merged);
+      if (!mergedId)
+        throw TokenizerError(path[rank].text + ": the merge makes '" + merged +
+                             "', which is not in the vocabulary");
+      // A repeated pair keeps its first (best) rank.
+      merges_.emplace(pairKey(*leftId, *rightId), MergeResult{(int32_t)rank, *mergedId});
+    }
+  }
+
+  struct Symbol {
+    int32_t id;
+    int32_t previous; // -1 at the start
+    int32_t next;     // -1 at the end
+    bool alive;
+  };
+  struct Candidate {
+    int32_t rank;
+    int32_t position;
+    int32_t id;
+    // std::priority_queue is a max-heap: the lowest rank, then the leftmost
+    // position, comes out first.
+    bool operator<(const Candidate &other) const {
+      return rank != other.rank ? rank > other.rank : position > other.position;
+    }
+  };
+
+  // The word's characters as initial symbols: vocabulary entries, byte
+  // fallbacks, or the unknown token (runs of unknowns fused when asked).
+  void initialSymbols(std::string_view word, std::vector<int32_t> &symbols) const {
+    std::optional<size_t> pendingUnknown; // index of an unknown to fuse into
+    std::string piece;
+    for (size_t pos = 0, length; pos < word.size(); pos += length) {
+      length = utf8Length((unsigned char)word[pos]);
+      piece.clear();
+      if (pos > 0)
+        piece += prefix_;
+      piece.append(word.substr(pos, length));
+      if (pos + length >= word.size())
+        piece += suffix_;
+      if (std::optional<int32_t> id = vocab_.find(piece)) {
+        symbols.push_back(*id);
+        pendingUnknown.reset();
+        continue;
+      }
+      if (byteFallback_) {
+        bool all = true;
+        for (unsigned char byte : piece)
+          all = all && byteIds_[byte] >= 0;
+        if (all) {
+          for (unsigned char byte : piece)
+            symbols.push_back(byteIds_[byte]);
+          pendingUnknown.reset();
+          continue;
+        }
+      }
+      // Without an unknown token the character is dropped, as in the Rust
+      // library.
+      if (!unk_)
+        continue;
+      if (fuseUnk_ && pendingUnknown)
+        continue;
+      symbols.push_back(*unk_);
+      pendingUnknown = symbols.size() - 1;
+    }
+  }
+
+  void merge(std::string_view word, std::vector<int32_t> &ids) const {
+    std::vector<int32_t> initial;
+    initialSymbols(word, initial);
+    int32_t count = (int32_t)initial.size();
+    if (count <= 1) {
+      ids.insert(ids.end(), initial.begin(), initial.end());
+      return;
+    }
+    std::vector<Symbol> symbols(count);
+    for (int32_t i = 0; i < count; ++i)
+      symbols[i] = {initial[i], i - 1, i + 1 < count ? i + 1 : -1, true};
+    std::priority_queue<Candidate> queue;
+    auto consider = [&](int32_t left) {
+      if (left < 0 || symbols[left].next < 0)
+        return;
+      auto it = merges_.find(pairKey(symbols[left].id, symbols[symbols[left].next].id));
+      if (it != merges_.end())
+        queue.push({it->second.rank, left, it->second.id});
+    };
+    for (int32_t i = 0; i + 1 < count; ++i)
+      consider(i);
+    while (!queue.empty()) {
+      Candidate top = queue.top();
+      queue.pop();
+      Symbol &left = symbols[top.position];
+      if (!left.alive || left.next < 0)
+        continue;
+      // Stale when either side has merged since the candidate was queued.
+      auto it = merges_.find(pairKey(left.id, symbols[left.next].id));
+      if (it == merges_.end() || it->second.id != top.id || it->second.rank != top.rank)
+        continue;
+      Symbol &right = symbols[left.next];
+      left.id = top.id;
+      right.alive = false;
+      left.next = right.next;
+      if (right.next >= 0)
+        symbols[right.next].previous = top.position;
+      consider(left.previous);
+      consider(top.position);
+    }
+    for (int32_t i = 0; i >= 0; i = symbols[i].next)
+      ids.push_back(symbols[i].id);
+  }
+
+  Vocabulary vocab_;
+  std::optional<int32_t> unk_;
+  std::string prefix_, suffix_;
+  bool fuseUnk_, byteFallback_, ignoreMerges_;
+  int32_t byteIds_[256];
+  std::unordered_map<uint64_t, MergeResult> merges_;
+  mutable std::mutex cacheMutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+};
+
+// Greedy longest-match-first, as BERT does.
+class WordPiece : public Model {
+public:
+  WordPiece(const Json &config, const JsonPath &path)
+      : vocab_(field(config, "vocab", path), path / "vocab"),
+        prefix_(optionalString(config, "continuing_subword_prefix", path).value_or("##")),
+        maxChars_(config.contains("max_input_chars_per_word")
+                      ? intField(config, "max_input_chars_per_word", path)
+                      : 100) {
+    std::optional<int32_t> unk = unknownId(vocab_, config, path);
+    if (!unk)
+      throw TokenizerError((path / "unk_token").text + ": WordPiece needs an unknown token");
+    unk_ = *unk;
+  }
+
+  void tokenize(std::string_view word, std::vector<int32_t> &ids) const override {
+    int64_t chars = 0;
+    for (unsigned char byte : word)
+      chars += (byte & 0xC0) != 0x80;
+    if (chars > maxChars_) {
+      ids.push_back(unk_);
+      return;
+    }
+    size_t first = ids.size();
+    std::string candidate;
+    for (size_t start = 0; start < word.size();) {
+      size_t end = word.size();
+      std::optional<int32_t> found;
+      while (end > start) {
+        candidate.assign(start > 0 ? prefix_ : std::string());
+        candidate.append(word.substr(start, end - start));
+        if ((found = vocab_.find(candidate)))
+          break;
+        do
+          --end;
+        while (end > start && ((unsigned char)word[end] & 0xC0) == 0x80);
+      }
+      if (!found) {
+        ids.resize(first);
+        ids.push_back(unk_);
+        return;
+      }
+      ids.push_back(*found);
+      start = end;
+    }
+  }
+
+  std::optional<int32_t> tokenToId(std::string_view token) const override {
+    return vocab_.find(token);
+  }
+  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
+  int32_t vocabSize() const override { return vocab_.size(); }
+
+private:
+  Vocabulary vocab_;
+  std::string prefix_;
+  int64_t maxChars_;
+  int32_t unk_ = 0;
+};
+
+class WordLevel : public Model {
+public:
+  WordLevel(const Json &config, const JsonPath &path)
+      : vocab_(field(config, "vocab", path), path / "vocab"),
+        unk_(unknownId(vocab_, config, path)) {}
+
+  void tokenize(std::string_view word, std::vector<int32_t> &ids) const override {
+    if (std::optional<int32_t> id = vocab_.find(word))
+      ids.push_back(*id);
+    else if (unk_)
+      ids.push_back(*unk_);
+    else
+      throw TokenizerError("WordLevel model: '" + std::string(word) +
+                           "' is not in the vocabulary and there is no unk_token");
+  }
+
+  std::optional<int32_t> tokenToId(std::string_view token) const override {
+    return vocab_.find(token);
+  }
+  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
+  int32_t vocabSize() const override { return vocab_.size(); }
+
+private:
+  Vocabulary vocab_;
+  std::optional<int32_t> unk_;
+};
+
+} // namespace
+
+std::unique_ptr<Model> makeModel(const Json &config, const JsonPath &path) {
+  if (!config.is_object())
+    throw TokenizerError(path.text + ": missing");
+  // Files of older versions leave the type out of a BPE model.
+  std::string type = config.contains("type") ? stringField(config, "type", path)
+                                              : std::string("BPE");
+  if (type == "BPE")
+    return std::make_unique<Bpe>(config, path);
+  if (type == "WordPiece")
+    return std::make_unique<WordPiece>(config, path);
+  if (type == "WordLevel")
+    return std::make_unique<WordLevel>(config, path);
+  unsupported("model", type, path, "BPE, WordPiece and WordLevel");
+}
+
+} // namespace kiln::tok
