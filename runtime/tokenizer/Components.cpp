@@ -171,9 +171,7 @@ const ByteLevelTables &byteLevelTables() {
 
 } // namespace
 
-const std::string &byteLevelChar(unsigned char byte) {
-  return byteLevelTables().charOfByte[byte];
-}
+const std::string *byteLevelChars() { return byteLevelTables().charOfByte.data(); }
 
 int byteLevelByte(char32_t c) {
   return c < 512 ? byteLevelTables().byteOfChar[c] : -1;

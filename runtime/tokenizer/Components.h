@@ -112,8 +112,8 @@ std::vector<std::string_view> splitAtMatches(std::string_view text,
 
 /// GPT-2's byte-to-character table: bytes that are printable Latin-1 map to
 /// themselves, the rest to U+0100 onwards, so any byte string is a string of
-/// visible characters.
-const std::string &byteLevelChar(unsigned char byte);
+/// visible characters. Indexed by byte, 256 entries.
+const std::string *byteLevelChars();
 /// The inverse: the byte of a character of that table, or -1.
 int byteLevelByte(char32_t c);
 

@@ -40,8 +40,10 @@ public:
     }
     ids_.reserve(tokens_.size());
     for (size_t id = 0; id < tokens_.size(); ++id)
-      if (present_[id])
+      if (present_[id]) {
         ids_.emplace(tokens_[id], (int32_t)id);
+        longest_ = std::max(longest_, tokens_[id].size());
+      }
   }
   std::optional<int32_t> find(std::string_view token) const {
     auto it = ids_.find(token);
@@ -55,8 +57,11 @@ public:
     return &tokens_[id];
   }
   int32_t size() const { return (int32_t)tokens_.size(); }
+  /// The byte length of the longest token.
+  size_t longest() const { return longest_; }
 
 private:
+  size_t longest_ = 0;
   std::vector<std::string> tokens_;
   std::vector<bool> present_;
   std::unordered_map<std::string_view, int32_t> ids_;
@@ -84,6 +89,41 @@ std::optional<int32_t> unknownId(const Vocabulary &vocab, const Json &config,
                          "' is not in the vocabulary");
   return id;
 }
+
+// Word -> ids memo shared by the models whose word work is costly (BPE's
+// merges, WordPiece's longest-match search). Like the Rust library's, a full
+// cache stops taking words rather than evicting: the common words arrive
+// first. Locked, so one model serves many threads.
+class WordCache {
+public:
+  template <typename Compute>
+  void tokenize(std::string_view word, std::vector<int32_t> &ids, const Compute &compute) const {
+    if (word.size() >= kMaxWordBytes) {
+      compute(word, ids);
+      return;
+    }
+    std::string key(word);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = words_.find(key);
+      if (it != words_.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
+        return;
+      }
+    }
+    size_t first = ids.size();
+    compute(word, ids);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (words_.size() < kCapacity)
+      words_.emplace(std::move(key), std::vector<int32_t>(ids.begin() + first, ids.end()));
+  }
+
+private:
+  static constexpr size_t kMaxWordBytes = 256;
+  static constexpr size_t kCapacity = 10000;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> words_;
+};
 
 class Bpe : public Model {
 public:
@@ -114,26 +154,9 @@ public:
         ids.push_back(*id);
         return;
       }
-    bool cacheable = word.size() < kMaxCachedWordBytes;
-    std::string key;
-    if (cacheable) {
-      key.assign(word);
-      std::lock_guard<std::mutex> lock(cacheMutex_);
-      auto it = cache_.find(key);
-      if (it != cache_.end()) {
-        ids.insert(ids.end(), it->second.begin(), it->second.end());
-        return;
-      }
-    }
-    size_t first = ids.size();
-    merge(word, ids);
-    if (cacheable) {
-      std::lock_guard<std::mutex> lock(cacheMutex_);
-      // Like the Rust library, a full cache stops taking words rather than
-      // evicting: the common words arrive first.
-      if (cache_.size() < kCacheCapacity)
-        cache_.emplace(std::move(key), std::vector<int32_t>(ids.begin() + first, ids.end()));
-    }
+    cache_.tokenize(word, ids, [this](std::string_view w, std::vector<int32_t> &out) {
+      merge(w, out);
+    });
   }
 
   std::optional<int32_t> tokenToId(std::string_view token) const override {
@@ -143,9 +166,6 @@ public:
   int32_t vocabSize() const override { return vocab_.size(); }
 
 private:
-  static constexpr size_t kMaxCachedWordBytes = 256;
-  static constexpr size_t kCacheCapacity = 10000;
-
   struct MergeResult {
     int32_t rank;
     int32_t id;
@@ -299,8 +319,7 @@ private:
   bool fuseUnk_, byteFallback_, ignoreMerges_;
   int32_t byteIds_[256];
   std::unordered_map<uint64_t, MergeResult> merges_;
-  mutable std::mutex cacheMutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  WordCache cache_;
 };
 
 // Greedy longest-match-first, as BERT does.
@@ -319,6 +338,19 @@ public:
   }
 
   void tokenize(std::string_view word, std::vector<int32_t> &ids) const override {
+    cache_.tokenize(word, ids, [this](std::string_view w, std::vector<int32_t> &out) {
+      longestMatches(w, out);
+    });
+  }
+
+  std::optional<int32_t> tokenToId(std::string_view token) const override {
+    return vocab_.find(token);
+  }
+  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
+  int32_t vocabSize() const override { return vocab_.size(); }
+
+private:
+  void longestMatches(std::string_view word, std::vector<int32_t> &ids) const {
     int64_t chars = 0;
     for (unsigned char byte : word)
       chars += (byte & 0xC0) != 0x80;
@@ -329,7 +361,14 @@ public:
     size_t first = ids.size();
     std::string candidate;
     for (size_t start = 0; start < word.size();) {
+      // No candidate longer than the longest token can match.
+      size_t prefixBytes = start > 0 ? prefix_.size() : 0;
       size_t end = word.size();
+      if (vocab_.longest() < prefixBytes + (end - start)) {
+        end = start + (vocab_.longest() > prefixBytes ? vocab_.longest() - prefixBytes : 0);
+        while (end > start && ((unsigned char)word[end] & 0xC0) == 0x80)
+          --end;
+      }
       std::optional<int32_t> found;
       while (end > start) {
         candidate.assign(start > 0 ? prefix_ : std::string());
@@ -350,17 +389,11 @@ public:
     }
   }
 
-  std::optional<int32_t> tokenToId(std::string_view token) const override {
-    return vocab_.find(token);
-  }
-  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
-  int32_t vocabSize() const override { return vocab_.size(); }
-
-private:
   Vocabulary vocab_;
   std::string prefix_;
   int64_t maxChars_;
   int32_t unk_ = 0;
+  WordCache cache_;
 };
 
 class WordLevel : public Model {

@@ -58,11 +58,12 @@ public:
         return splitAtMatches(text, gpt2Pattern().findAll(text),
                               SplitBehavior::Isolated, false);
       });
+    const std::string *charOfByte = byteLevelChars();
     for (Piece &piece : pieces) {
       std::string mapped;
       mapped.reserve(piece.text.size() * 2);
       for (unsigned char byte : piece.text)
-        mapped += byteLevelChar(byte);
+        mapped += charOfByte[byte];
       piece.text = std::move(mapped);
     }
   }

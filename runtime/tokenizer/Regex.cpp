@@ -5,7 +5,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include <memory>
+#include <new>
 
 namespace kiln::tok {
 
@@ -25,11 +25,19 @@ std::string pcre2Message(int code) {
 // Deep backtracking over a long whitespace run must fail with an error, not
 // run out of the default 32 KiB JIT stack; one megabyte a thread is plenty for
 // the patterns tokenizers use.
+// Only the whole match is read, so one offset pair serves every pattern
+// (PCRE2 then returns 0 for a pattern with groups, and still sets the match).
 struct MatchScratch {
   pcre2_match_context *context = pcre2_match_context_create(nullptr);
   pcre2_jit_stack *stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
-  MatchScratch() { pcre2_jit_stack_assign(context, nullptr, stack); }
+  pcre2_match_data *data = pcre2_match_data_create(1, nullptr);
+  MatchScratch() {
+    if (!context || !stack || !data)
+      throw std::bad_alloc();
+    pcre2_jit_stack_assign(context, nullptr, stack);
+  }
   ~MatchScratch() {
+    pcre2_match_data_free(data);
     pcre2_jit_stack_free(stack);
     pcre2_match_context_free(context);
   }
@@ -59,20 +67,17 @@ Regex::~Regex() { delete compiled_; }
 
 std::vector<Span> Regex::findAll(std::string_view text) const {
   thread_local MatchScratch scratch;
-  std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> data(
-      pcre2_match_data_create_from_pattern(compiled_->code, nullptr),
-      &pcre2_match_data_free);
   std::vector<Span> spans;
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   while (start <= text.size()) {
     int rc = pcre2_match(compiled_->code, subject, text.size(), start,
-                         PCRE2_NO_UTF_CHECK, data.get(), scratch.context);
+                         PCRE2_NO_UTF_CHECK, scratch.data, scratch.context);
     if (rc == PCRE2_ERROR_NOMATCH)
       break;
     if (rc < 0)
       throw TokenizerError(where_ + ": matching failed: " + pcre2Message(rc));
-    PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(data.get());
+    PCRE2_SIZE *ovector = pcre2_get_ovector_pointer(scratch.data);
     size_t begin = ovector[0], end = ovector[1];
     if (end > begin) {
       spans.emplace_back(begin, end);

@@ -2,6 +2,7 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 
@@ -124,6 +125,25 @@ std::string utf8Lossy(std::string_view bytes) {
   return out;
 }
 
+namespace {
+
+std::string normalizeChunk(std::string_view text, int options) {
+  utf8proc_uint8_t *result = nullptr;
+  utf8proc_ssize_t length =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
+                   (utf8proc_ssize_t)text.size(), &result, (utf8proc_option_t)options);
+  // The text was validated on the way in, so utf8proc cannot refuse it; only
+  // an allocation can fail.
+  if (length < 0)
+    throw std::bad_alloc();
+  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(result, &std::free);
+  return std::string(reinterpret_cast<const char *>(result), (size_t)length);
+}
+
+bool isAscii(char c) { return (unsigned char)c < 0x80; }
+
+} // namespace
+
 std::string normalizeUnicode(std::string_view text, NormalForm form) {
   int options = UTF8PROC_STABLE;
   switch (form) {
@@ -140,18 +160,30 @@ std::string normalizeUnicode(std::string_view text, NormalForm form) {
     options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
     break;
   }
-  utf8proc_uint8_t *result = nullptr;
-  utf8proc_ssize_t length =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
-                   (utf8proc_ssize_t)text.size(), &result,
-                   (utf8proc_option_t)options);
-  // The text was validated on the way in, so utf8proc cannot refuse it; only
-  // an allocation can fail.
-  if (length < 0)
-    throw std::bad_alloc();
-  std::unique_ptr<utf8proc_uint8_t, decltype(&std::free)> owned(result,
-                                                                 &std::free);
-  return std::string(reinterpret_cast<const char *>(result), (size_t)length);
+  // ASCII is in every normal form, and an ASCII character is a starter that
+  // composes with nothing before it. So only the non-ASCII runs need
+  // normalizing, each with the ASCII character before it (which a combining
+  // mark at the run's start may attach to).
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t run = pos;
+    while (run < text.size() && isAscii(text[run]))
+      ++run;
+    if (run == text.size()) {
+      out.append(text.substr(pos));
+      break;
+    }
+    size_t chunkBegin = run > pos ? run - 1 : run;
+    out.append(text.substr(pos, chunkBegin - pos));
+    size_t chunkEnd = run;
+    while (chunkEnd < text.size() && !isAscii(text[chunkEnd]))
+      ++chunkEnd;
+    out += normalizeChunk(text.substr(chunkBegin, chunkEnd - chunkBegin), options);
+    pos = chunkEnd;
+  }
+  return out;
 }
 
 std::string toLowercase(std::string_view text) {
