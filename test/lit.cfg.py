@@ -20,7 +20,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
 
-tools = ["kiln-opt", "kilnc", "kiln-run", "kiln-generate", "kiln-tokenize", "FileCheck", "not", "count", "split-file"]
+tools = ["kiln-opt", "kilnc", "kiln-run", "kiln-generate", "kiln-serve", "kiln-tokenize", "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, [config.kiln_tools_dir, config.llvm_tools_dir])
 
 if os.path.exists(config.python_with_torch):

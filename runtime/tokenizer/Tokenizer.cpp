@@ -180,6 +180,19 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path) {
   tokenizer->loadAddedTokens(part("added_tokens"), at("added_tokens"));
   if (std::optional<Json> config = readJson(configFile, false))
     tokenizer->config_ = readConfig(*config, configFile);
+  // A template outside the supported subset does not stop the tokenizer from
+  // encoding; rendering it reports why.
+  if (!tokenizer->config_.chatTemplate) {
+    tokenizer->chatTemplateError_ = "the tokenizer has no chat template (" + configFile +
+                                    " names none)";
+  } else {
+    try {
+      tokenizer->chatTemplate_ = std::make_unique<ChatTemplate>(*tokenizer->config_.chatTemplate);
+    } catch (const TokenizerError &error) {
+      tokenizer->chatTemplateError_ =
+          configFile + ": chat_template: " + error.what();
+    }
+  }
   return tokenizer;
 }
 
@@ -325,6 +338,20 @@ int32_t Tokenizer::vocabSize() const {
   for (const AddedToken &token : addedTokens_)
     size = std::max(size, token.id + 1);
   return size;
+}
+
+std::string Tokenizer::applyChatTemplate(nlohmann::ordered_json context) const {
+  if (!chatTemplate_)
+    throw NoChatTemplate(chatTemplateError_);
+  if (!context.is_object())
+    throw TokenizerError("the chat template's context must be a JSON object");
+  context["bos_token"] = config_.bosToken.value_or("");
+  context["eos_token"] = config_.eosToken.value_or("");
+  try {
+    return chatTemplate_->render(context);
+  } catch (const TokenizerError &error) {
+    throw TokenizerError(std::string("chat template: ") + error.what());
+  }
 }
 
 //===----------------------------------------------------------------------===//

@@ -9,7 +9,9 @@
 #ifndef KILN_RUNTIME_TOKENIZER_TOKENIZER_H
 #define KILN_RUNTIME_TOKENIZER_TOKENIZER_H
 
+#include "ChatTemplate.h"
 #include "Components.h"
+#include "TokenizerError.h"
 
 #include <optional>
 #include <string>
@@ -65,6 +67,13 @@ public:
   /// One past the largest id of the model and the added tokens.
   int32_t vocabSize() const;
   const TokenizerConfig &config() const { return config_; }
+  /// The chat template over `context` (messages, add_generation_prompt,
+  /// tools), with bos_token and eos_token from the config. Throws
+  /// NoChatTemplate when there is none, or it is outside the supported
+  /// subset; TokenizerError when it refuses the messages.
+  /// The context is ordered: a template that prints a tool's schema prints
+  /// its keys in the order the request gave them.
+  std::string applyChatTemplate(nlohmann::ordered_json context) const;
 
 private:
   Tokenizer() = default;
@@ -82,6 +91,14 @@ private:
   AddedTokenMatcher rawMatcher_;        // matched before normalization
   AddedTokenMatcher normalizedMatcher_; // matched in normalized text
   TokenizerConfig config_;
+  std::unique_ptr<ChatTemplate> chatTemplate_;
+  std::string chatTemplateError_; // why there is none
+};
+
+/// The tokenizer has no chat template Kiln can render.
+class NoChatTemplate : public TokenizerError {
+public:
+  using TokenizerError::TokenizerError;
 };
 
 /// Turns ids into text as they arrive, never splitting a character: a token

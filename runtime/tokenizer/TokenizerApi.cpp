@@ -13,6 +13,7 @@
 using kiln::rt::guarded;
 using kiln::rt::makeStatus;
 using kiln::tok::IncrementalDecoder;
+using kiln::tok::NoChatTemplate;
 using kiln::tok::Tokenizer;
 using kiln::tok::TokenizerError;
 
@@ -34,6 +35,8 @@ kiln_status_t tokenizerCall(const char *function, Body body) {
   return guarded(function, [&]() -> kiln_status_t {
     try {
       return body();
+    } catch (const NoChatTemplate &e) {
+      return makeStatus(KILN_STATUS_FAILED_PRECONDITION, e.what());
     } catch (const TokenizerError &e) {
       return makeStatus(KILN_STATUS_INVALID_ARGUMENT, e.what());
     }
@@ -154,6 +157,21 @@ int32_t kiln_tokenizer_bos_id(const kiln_tokenizer_t *tokenizer) {
 
 int32_t kiln_tokenizer_eos_id(const kiln_tokenizer_t *tokenizer) {
   return tokenizer ? tokenizer->eosId : -1;
+}
+
+kiln_status_t kiln_tokenizer_apply_chat_template(const kiln_tokenizer_t *tokenizer,
+                                                 const char *context_json, kiln_text_t *out) {
+  if (!tokenizer || !context_json || !out)
+    return missing("kiln_tokenizer_apply_chat_template",
+                   !tokenizer ? "tokenizer" : !out ? "out" : "context_json");
+  *out = {};
+  return tokenizerCall("kiln_tokenizer_apply_chat_template", [&]() -> kiln_status_t {
+    auto context = nlohmann::ordered_json::parse(context_json, nullptr, false);
+    if (context.is_discarded())
+      throw TokenizerError("the chat template's context is not valid JSON");
+    setText(tokenizer->tokenizer->applyChatTemplate(std::move(context)), out);
+    return nullptr;
+  });
 }
 
 kiln_status_t kiln_detokenizer_create(const kiln_tokenizer_t *tokenizer,

@@ -213,6 +213,30 @@ TEST(TokenizerTest, TemplateAddsSpecialTokens) {
   EXPECT_EQ(loaded.eosId(), 2);
 }
 
+// The chat template comes from tokenizer_config.json, with its bos and eos
+// tokens; without one the call fails as a precondition, naming the file.
+TEST(TokenizerTest, ChatTemplateFromTheConfig) {
+  Json config = {{"bos_token", "<s>"},
+                 {"eos_token", "</s>"},
+                 {"chat_template", "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: "
+                                   "{{ m['content'] }}{{ eos_token }}{% endfor %}"}};
+  TempTokenizer withTemplate(wordLevel({"<unk>"}), config);
+  kiln::Tokenizer loaded(withTemplate.path());
+  EXPECT_EQ(loaded.applyChatTemplate(
+                R"({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]})"),
+            "<s>user: hi</s>assistant: yo</s>");
+
+  TempTokenizer without(wordLevel({"<unk>"}), {{"bos_token", "<s>"}});
+  kiln::Tokenizer plain(without.path());
+  try {
+    plain.applyChatTemplate(R"({"messages": []})");
+    ADD_FAILURE() << "rendered a template that does not exist";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json names none"), std::string::npos);
+  }
+}
+
 // One tokenizer, several threads: the BPE word cache is shared and locked.
 TEST(TokenizerTest, EncodesFromManyThreads) {
   Json tokenizer = byteLevelBpe();

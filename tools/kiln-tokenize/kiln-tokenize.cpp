@@ -6,8 +6,12 @@
 //                                           ids -> JSON list of the pieces a
 //                                           streaming decode emits, one id at
 //                                           a time
+//   kiln-tokenize TOKENIZER --chat          a JSON context on stdin
+//                                           ({"messages": [...],
+//                                           "add_generation_prompt": true})
+//                                           -> the chat template's text
 //   --lines       one JSON value a line (a string to encode, a list of ids
-//                 to decode), one JSON result a line
+//                 to decode, a context to render), one JSON result a line
 //   --no-special-tokens    encode without the post-processor's BOS/CLS/SEP
 //   --skip-special-tokens  decode without special tokens
 //
@@ -31,7 +35,7 @@ using Json = nlohmann::json;
 
 struct Options {
   std::string tokenizerPath;
-  bool decode = false, stream = false, lines = false;
+  bool decode = false, stream = false, lines = false, chat = false;
   bool addSpecialTokens = true, skipSpecialTokens = false;
 };
 
@@ -41,10 +45,11 @@ struct Options {
 }
 
 void usage() {
-  std::printf("usage: kiln-tokenize TOKENIZER [--decode [--stream]] [--lines]\n"
+  std::printf("usage: kiln-tokenize TOKENIZER [--decode [--stream] | --chat] [--lines]\n"
               "                     [--no-special-tokens] [--skip-special-tokens]\n"
               "Encodes the text on stdin to token ids, or with --decode the ids\n"
-              "on stdin to text, and prints the result as JSON.\n");
+              "on stdin to text, or with --chat renders the chat template over the\n"
+              "JSON context on stdin, and prints the result as JSON.\n");
 }
 
 // Ids as a JSON list, or as numbers separated by commas or whitespace.
@@ -78,6 +83,8 @@ std::vector<int32_t> parseIds(const std::string &text) {
 
 // One input (text to encode, or ids to decode) to its JSON result.
 Json run(const kiln::Tokenizer &tokenizer, const Options &options, const Json &input) {
+  if (options.chat)
+    return tokenizer.applyChatTemplate(input.is_string() ? input.get<std::string>() : input.dump());
   if (!options.decode) {
     if (!input.is_string())
       throw std::runtime_error("expected a JSON string to encode");
@@ -112,6 +119,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (arg == "--decode") {
       options.decode = true;
+    } else if (arg == "--chat") {
+      options.chat = true;
     } else if (arg == "--stream") {
       options.stream = true;
     } else if (arg == "--lines") {
@@ -132,6 +141,8 @@ int main(int argc, char **argv) {
     fail("no tokenizer given (see --help)");
   if (options.stream && !options.decode)
     fail("--stream goes with --decode");
+  if (options.chat && options.decode)
+    fail("--chat and --decode exclude each other");
 
   try {
     kiln::Tokenizer tokenizer(options.tokenizerPath);

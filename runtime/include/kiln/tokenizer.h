@@ -84,6 +84,18 @@ KILN_API int kiln_tokenizer_is_special(const kiln_tokenizer_t *tokenizer, int32_
 KILN_API int32_t kiln_tokenizer_bos_id(const kiln_tokenizer_t *tokenizer);
 KILN_API int32_t kiln_tokenizer_eos_id(const kiln_tokenizer_t *tokenizer);
 
+/* Renders tokenizer_config.json's chat template (a Jinja subset, as
+ * Hugging Face's apply_chat_template does). `context_json` is a JSON object:
+ * {"messages": [{"role": ..., "content": ...}, ...],
+ *  "add_generation_prompt": true, "tools": ...}; bos_token and eos_token are
+ * added from the config. The text is meant to be encoded without special
+ * tokens (the template writes them). FAILED_PRECONDITION when the tokenizer
+ * has no template; INVALID_ARGUMENT, with the template's own message, when it
+ * refuses the messages. */
+KILN_API kiln_status_t kiln_tokenizer_apply_chat_template(const kiln_tokenizer_t *tokenizer,
+                                                          const char *context_json,
+                                                          kiln_text_t *out);
+
 /* Incremental detokenization, for streaming: each push returns the text its
  * ids complete, never half a UTF-8 character; finish returns what is still
  * held back. The pushed texts, concatenated with finish's, are the decode of

@@ -44,6 +44,13 @@ public:
     check(kiln_tokenizer_decode(get(), ids.data(), ids.size(), skipSpecialTokens, &text));
     return detail::takeText(text);
   }
+  /// The chat template rendered over `contextJson` (see
+  /// kiln_tokenizer_apply_chat_template).
+  std::string applyChatTemplate(const std::string &contextJson) const {
+    kiln_text_t text = {};
+    check(kiln_tokenizer_apply_chat_template(get(), contextJson.c_str(), &text));
+    return detail::takeText(text);
+  }
   int32_t vocabSize() const { return kiln_tokenizer_vocab_size(get()); }
   std::optional<int32_t> tokenToId(const std::string &token) const {
     int32_t id = kiln_tokenizer_token_to_id(get(), token.c_str());
