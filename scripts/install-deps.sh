@@ -17,6 +17,8 @@ packages=(
   libpcre2-dev libutf8proc-dev pkg-config
   # kiln-serve's HTTP server
   libcpp-httplib-dev
+  # The Python package: pybind11, Python's headers, pytest
+  pybind11-dev python3-dev python3-pytest
   # Linking the generated code into a shared object (ld; lld is used if present)
   binutils
   # Unit tests

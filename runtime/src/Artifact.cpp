@@ -150,6 +150,18 @@ std::string hex(uint32_t value) {
   return text;
 }
 
+// The generated code calls the runtime's exported symbols (the
+// microkernels, the allocation functions) by name. An embedder that loaded
+// the runtime with RTLD_LOCAL (Python's extension modules, plugins) left them
+// out of the global scope the code's symbols resolve in; reopening the
+// runtime with RTLD_NOLOAD | RTLD_GLOBAL puts them there, and is a no-op
+// where they already are.
+void exportRuntimeSymbols() {
+  Dl_info self;
+  if (::dladdr(reinterpret_cast<void *>(&exportRuntimeSymbols), &self) && self.dli_fname)
+    ::dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+}
+
 } // namespace
 
 uint32_t checksumOnPool(const uint8_t *bytes, uint64_t size, ThreadPool *pool) {
@@ -400,6 +412,7 @@ kiln_status_t Artifact::loadCode(const void *code, size_t size) {
   // library by its path, and a closed fd's number, hence path, would be
   // reused by the next artifact, which dlopen would then take for this one.
   codeFd_ = fd;
+  exportRuntimeSymbols();
   std::string procPath = "/proc/self/fd/" + std::to_string(fd);
   library_ = ::dlopen(procPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!library_) {

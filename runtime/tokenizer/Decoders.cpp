@@ -123,20 +123,8 @@ public:
   ReplaceDecoder(std::unique_ptr<Regex> pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode(std::vector<std::string> &tokens) const override {
-    for (std::string &token : tokens) {
-      std::vector<Span> matches = pattern_->findAll(token);
-      if (matches.empty())
-        continue;
-      std::string out;
-      size_t previous = 0;
-      for (auto [begin, end] : matches) {
-        out.append(token, previous, begin - previous);
-        out += content_;
-        previous = end;
-      }
-      out.append(token, previous, std::string::npos);
-      token = std::move(out);
-    }
+    for (std::string &token : tokens)
+      pattern_->replaceAll(token, content_);
   }
 
 private:

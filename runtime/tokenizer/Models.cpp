@@ -125,11 +125,25 @@ private:
   mutable std::unordered_map<std::string, std::vector<int32_t>> words_;
 };
 
-class Bpe : public Model {
+// The token <-> id half of a model, the same for every kind.
+class VocabularyModel : public Model {
+public:
+  VocabularyModel(const Json &config, const JsonPath &path)
+      : vocab_(field(config, "vocab", path), path / "vocab") {}
+  std::optional<int32_t> tokenToId(std::string_view token) const override {
+    return vocab_.find(token);
+  }
+  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
+  int32_t vocabSize() const override { return vocab_.size(); }
+
+protected:
+  Vocabulary vocab_;
+};
+
+class Bpe : public VocabularyModel {
 public:
   Bpe(const Json &config, const JsonPath &path)
-      : vocab_(field(config, "vocab", path), path / "vocab"),
-        unk_(unknownId(vocab_, config, path)),
+      : VocabularyModel(config, path), unk_(unknownId(vocab_, config, path)),
         prefix_(optionalString(config, "continuing_subword_prefix", path).value_or("")),
         suffix_(optionalString(config, "end_of_word_suffix", path).value_or("")),
         fuseUnk_(boolField(config, "fuse_unk", false, path)),
@@ -158,12 +172,6 @@ public:
       merge(w, out);
     });
   }
-
-  std::optional<int32_t> tokenToId(std::string_view token) const override {
-    return vocab_.find(token);
-  }
-  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
-  int32_t vocabSize() const override { return vocab_.size(); }
 
 private:
   struct MergeResult {
@@ -313,7 +321,6 @@ private:
       ids.push_back(symbols[i].id);
   }
 
-  Vocabulary vocab_;
   std::optional<int32_t> unk_;
   std::string prefix_, suffix_;
   bool fuseUnk_, byteFallback_, ignoreMerges_;
@@ -323,10 +330,10 @@ private:
 };
 
 // Greedy longest-match-first, as BERT does.
-class WordPiece : public Model {
+class WordPiece : public VocabularyModel {
 public:
   WordPiece(const Json &config, const JsonPath &path)
-      : vocab_(field(config, "vocab", path), path / "vocab"),
+      : VocabularyModel(config, path),
         prefix_(optionalString(config, "continuing_subword_prefix", path).value_or("##")),
         maxChars_(config.contains("max_input_chars_per_word")
                       ? intField(config, "max_input_chars_per_word", path)
@@ -342,12 +349,6 @@ public:
       longestMatches(w, out);
     });
   }
-
-  std::optional<int32_t> tokenToId(std::string_view token) const override {
-    return vocab_.find(token);
-  }
-  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
-  int32_t vocabSize() const override { return vocab_.size(); }
 
 private:
   void longestMatches(std::string_view word, std::vector<int32_t> &ids) const {
@@ -389,18 +390,16 @@ private:
     }
   }
 
-  Vocabulary vocab_;
   std::string prefix_;
   int64_t maxChars_;
   int32_t unk_ = 0;
   WordCache cache_;
 };
 
-class WordLevel : public Model {
+class WordLevel : public VocabularyModel {
 public:
   WordLevel(const Json &config, const JsonPath &path)
-      : vocab_(field(config, "vocab", path), path / "vocab"),
-        unk_(unknownId(vocab_, config, path)) {}
+      : VocabularyModel(config, path), unk_(unknownId(vocab_, config, path)) {}
 
   void tokenize(std::string_view word, std::vector<int32_t> &ids) const override {
     if (std::optional<int32_t> id = vocab_.find(word))
@@ -412,14 +411,7 @@ public:
                            "' is not in the vocabulary and there is no unk_token");
   }
 
-  std::optional<int32_t> tokenToId(std::string_view token) const override {
-    return vocab_.find(token);
-  }
-  const std::string *idToToken(int32_t id) const override { return vocab_.token(id); }
-  int32_t vocabSize() const override { return vocab_.size(); }
-
 private:
-  Vocabulary vocab_;
   std::optional<int32_t> unk_;
 };
 

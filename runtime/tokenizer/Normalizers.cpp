@@ -69,21 +69,7 @@ class Replace : public Normalizer {
 public:
   Replace(std::unique_ptr<Regex> pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void normalize(std::string &text) const override {
-    std::vector<Span> matches = pattern_->findAll(text);
-    if (matches.empty())
-      return;
-    std::string out;
-    out.reserve(text.size());
-    size_t previous = 0;
-    for (auto [begin, end] : matches) {
-      out.append(text, previous, begin - previous);
-      out += content_;
-      previous = end;
-    }
-    out.append(text, previous, std::string::npos);
-    text = std::move(out);
-  }
+  void normalize(std::string &text) const override { pattern_->replaceAll(text, content_); }
 
 private:
   std::unique_ptr<Regex> pattern_;

@@ -95,4 +95,20 @@ std::vector<Span> Regex::findAll(std::string_view text) const {
   return spans;
 }
 
+void Regex::replaceAll(std::string &text, const std::string &replacement) const {
+  std::vector<Span> matches = findAll(text);
+  if (matches.empty())
+    return;
+  std::string out;
+  out.reserve(text.size());
+  size_t previous = 0;
+  for (auto [begin, end] : matches) {
+    out.append(text, previous, begin - previous);
+    out += replacement;
+    previous = end;
+  }
+  out.append(text, previous, std::string::npos);
+  text = std::move(out);
+}
+
 } // namespace kiln::tok

@@ -33,6 +33,8 @@ public:
   /// The non-empty, non-overlapping matches in `text`, left to right.
   /// `text` must be valid UTF-8.
   std::vector<Span> findAll(std::string_view text) const;
+  /// Every match in `text` replaced by `replacement`.
+  void replaceAll(std::string &text, const std::string &replacement) const;
 
 private:
   struct Compiled;

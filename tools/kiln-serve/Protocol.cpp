@@ -75,8 +75,7 @@ std::vector<int32_t> tokenIds(const Json &list, const ServedModel &model, const 
   std::vector<int32_t> ids;
   ids.reserve(list.size());
   for (const Json &id : list) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
-        id.get<int64_t>() >= (model.tokenizer ? model.tokenizer->vocabSize() : INT32_MAX))
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model.vocabSize)
       throw ApiError(400, std::string(param) + " holds " + id.dump() +
                               ", which is not a token id of this model", param);
     ids.push_back(id.get<int32_t>());

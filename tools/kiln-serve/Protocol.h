@@ -45,6 +45,7 @@ struct ServedModel {
   std::string name;
   const kiln::Tokenizer *tokenizer = nullptr; // null: prompts are token ids
   int32_t maxModelLen = 0;
+  int32_t vocabSize = 0; // the logits' width: token ids are below it
   std::optional<int32_t> eosId;
 };
 

@@ -45,6 +45,17 @@ std::string defaultName(const std::string &path) {
   return name;
 }
 
+// The width of the logits: the engine ran the model's checks, so the output
+// exists and its last dim is the vocabulary.
+int32_t vocabSize(const kiln::Model &model) {
+  for (int32_t i = 0; i < model.outputCount(); ++i) {
+    kiln_io_info_t info = model.output(i);
+    if (std::string(info.name) == "logits" && info.rank > 0 && info.dims[info.rank - 1].size > 0)
+      return (int32_t)info.dims[info.rank - 1].size;
+  }
+  return INT32_MAX;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -106,8 +117,14 @@ int main(int argc, char **argv) {
     served.name = servedName.empty() ? defaultName(modelPath) : servedName;
     served.tokenizer = tokenizer.get();
     served.maxModelLen = engine.stats().max_model_len;
-    if (tokenizer)
+    served.vocabSize = vocabSize(model);
+    if (tokenizer) {
+      if (tokenizer->vocabSize() > served.vocabSize)
+        flags.fail("the tokenizer has " + std::to_string(tokenizer->vocabSize()) +
+                   " tokens, more than the model's " + std::to_string(served.vocabSize) +
+                   " logits: they do not belong together");
       served.eosId = tokenizer->eosId();
+    }
     kiln::serve::Server server(engine, served, options);
     int port = server.bind();
     if (port < 0)

@@ -1,0 +1,141 @@
+"""The kiln Python package against the tools it wraps: InferenceSession
+against kiln-run, LLM against kiln-generate and kiln-tokenize, compile
+against kilnc. Run by ctest (python_package) with the paths in the
+environment."""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import kiln
+
+BIN = os.environ["KILN_BIN"]
+MODELS = os.environ["KILN_MODELS"]
+SERVE_MODEL = os.environ["KILN_SERVE_MODEL"]
+TOKENIZER = os.environ["KILN_GPT2_TOKENIZER"]
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("kiln")
+
+
+@pytest.fixture(scope="module")
+def bert(work):
+    return kiln.compile(os.path.join(MODELS, "exports", "bert_tiny.onnx"), work / "bert.kiln",
+                        dims={"batch": (1, 4), "sequence": (1, 32)})
+
+
+@pytest.fixture(scope="module")
+def gpt2_paged(work):
+    return kiln.compile(os.path.join(MODELS, "exports", "gpt2_tiny.onnx"), work / "gpt2.kiln",
+                        kv_cache="paged", dims={"batch": (1, 8), "sequence": (1, 64),
+                                                "total_sequence": (1, 128)})
+
+
+def test_inference_session_matches_kiln_run(bert, work):
+    session = kiln.InferenceSession(bert)
+    names = [i.name for i in session.get_inputs()]
+    assert names == ["input_ids", "attention_mask", "token_type_ids"]
+    assert session.get_inputs()[0].shape == ["batch", "sequence"]
+    assert session.get_inputs()[0].type == "tensor(int64)"
+    assert session.get_outputs()[0].type == "tensor(float)"
+    rng = np.random.default_rng(0)
+    feeds = {"input_ids": rng.integers(0, 256, (2, 9), dtype=np.int64),
+             "attention_mask": np.ones((2, 9), dtype=np.int64),
+             "token_type_ids": np.zeros((2, 9), dtype=np.int64)}
+    outputs = session.run(None, feeds)
+    flags = []
+    for name, value in feeds.items():
+        np.save(work / f"{name}.npy", value)
+        flags += ["--input", f"{name}={work / (name + '.npy')}"]
+    subprocess.run([os.path.join(BIN, "kiln-run"), bert, *flags, "--output-dir", work / "out"],
+                   check=True, capture_output=True)
+    for output, value in zip(session.get_outputs(), outputs):
+        expected = np.load(work / "out" / f"{output.name}.npy")
+        assert value.shape == expected.shape and value.dtype == expected.dtype
+        np.testing.assert_array_equal(value, expected)
+    # Asking for one output by name, as ORT code does.
+    (first,) = session.run([session.get_outputs()[0].name], feeds)
+    np.testing.assert_array_equal(first, outputs[0])
+
+
+def test_inference_session_errors(bert):
+    session = kiln.InferenceSession(bert)
+    with pytest.raises(kiln.KilnError, match="no input 'nope'"):
+        session.run(None, {"nope": np.zeros((1, 1), dtype=np.int64)})
+    with pytest.raises(kiln.KilnError, match="no output 'nope'"):
+        session.run(["nope"], {"input_ids": np.zeros((1, 4), dtype=np.int64),
+                               "attention_mask": np.ones((1, 4), dtype=np.int64),
+                               "token_type_ids": np.zeros((1, 4), dtype=np.int64)})
+    with pytest.raises(kiln.KilnError):
+        kiln.InferenceSession("/nonexistent.kiln")
+
+
+def test_compile_reports_kilnc_errors(work):
+    bad = work / "bad.onnx"
+    bad.write_bytes(b"not a model")
+    with pytest.raises(kiln.KilnError, match="bad.onnx"):
+        kiln.compile(bad, work / "bad.kiln")
+
+
+def kiln_generate(model, prompts, *flags):
+    command = [os.path.join(BIN, "kiln-generate"), model, "--json", *flags]
+    for prompt in prompts:
+        command += ["--prompt-ids", ",".join(map(str, prompt))]
+    lines = subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()
+    return [json.loads(line)["output_ids"] for line in lines]
+
+
+def test_llm_token_ids_match_kiln_generate(gpt2_paged):
+    llm = kiln.LLM(gpt2_paged)
+    prompts = [[1, 2, 3], [9, 8, 7, 6, 5], [200]]
+    params = kiln.SamplingParams(temperature=0, max_tokens=6)
+    outputs = llm.generate(prompts, params)
+    assert [o.prompt_token_ids for o in outputs] == prompts
+    expected = kiln_generate(gpt2_paged, prompts, "--max-tokens", "6", "--temperature", "0")
+    assert [o.outputs[0].token_ids for o in outputs] == expected
+    assert all(o.outputs[0].finish_reason == "length" for o in outputs)
+    # Seeded samples: reproducible, and as kiln-generate draws them.
+    seeded = kiln.SamplingParams(temperature=1.0, top_p=0.9, seed=5, max_tokens=8)
+    first = [o.outputs[0].token_ids for o in llm.generate(prompts, seeded)]
+    assert first == [o.outputs[0].token_ids for o in llm.generate(prompts, seeded)]
+    assert first == kiln_generate(gpt2_paged, prompts, "--max-tokens", "8", "--seed", "5",
+                                  "--top-p", "0.9")
+
+
+def test_llm_text(tmp_path):
+    llm = kiln.LLM(SERVE_MODEL, tokenizer=TOKENIZER)
+    params = kiln.SamplingParams(temperature=1.0, repetition_penalty=5.0, seed=3, max_tokens=12,
+                                 n=2, logprobs=1)
+    (output,) = llm.generate("The quick brown fox", params)
+    assert output.prompt == "The quick brown fox"
+    assert output.prompt_token_ids == llm.tokenizer.encode("The quick brown fox")
+    assert len(output.outputs) == 2 and output.outputs[0].token_ids != output.outputs[1].token_ids
+    for completion in output.outputs:
+        assert completion.text == llm.tokenizer.decode(completion.token_ids, True)
+        assert len(completion.logprobs) == 12 and completion.cumulative_logprob < 0
+    # A stop string ends the text before it.
+    text = output.outputs[0].text
+    stop = text[len(text) // 2:len(text) // 2 + 3]
+    (cut,) = llm.generate("The quick brown fox",
+                          kiln.SamplingParams(temperature=1.0, repetition_penalty=5.0, seed=3,
+                                              max_tokens=12, stop=stop))
+    assert cut.outputs[0].text == text[:text.index(stop)]
+    assert cut.outputs[0].finish_reason == "stop"
+
+
+def test_llm_refuses_text_without_a_tokenizer(gpt2_paged):
+    with pytest.raises(kiln.KilnError, match="needs a tokenizer"):
+        kiln.LLM(gpt2_paged).generate("hello")
+    with pytest.raises(TypeError, match="unknown engine option"):
+        kiln.LLM(gpt2_paged, max_seqs=3)
+
+
+def test_tokenizer():
+    tokenizer = kiln.Tokenizer(TOKENIZER)
+    assert tokenizer.encode("Hello world") == [15496, 995]
+    assert tokenizer.decode([15496, 995]) == "Hello world"
+    assert tokenizer.vocab_size == 50257 and tokenizer.eos_token_id == 50256
