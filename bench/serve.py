@@ -196,7 +196,8 @@ def check_consistency(server, args, requests):
     """Seeded sampling through the server, streamed and whole (each set at
     once), against kiln-generate running the same prompts with the same
     seed; and each answer's text against the decode of its own ids."""
-    batch = [dict(r, max_tokens=args.consistency_tokens) for r in requests[:args.concurrency]]
+    batch = [dict(r, max_tokens=args.consistency_tokens)
+             for r in requests[:args.consistency_requests]]
     seeded = lambda r: dict(body_of(r), temperature=0.8, top_p=0.95, seed=args.seed, logprobs=0)
 
     def concurrently(call):
@@ -331,8 +332,12 @@ def main():
     parser.add_argument("--input-len", default="32:256")
     parser.add_argument("--output-len", default="16:128")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--consistency-requests", type=int, default=64,
+                        help="seeded requests sent at once in the consistency phase")
     parser.add_argument("--consistency-tokens", type=int, default=32,
                         help="each consistency request's output length")
+    parser.add_argument("--phases", default="consistency,overhead,rates,overload",
+                        help="which phases to run (the overload phase runs after the burst)")
     parser.add_argument("--rates", default="0.5,1,2,4")
     parser.add_argument("--overload-factor", type=float, default=10.0)
     parser.add_argument("--overload-seconds", type=float, default=60.0)
@@ -347,7 +352,7 @@ def main():
     args.engine_flags = args.engine_flags.split()
     if args.smoke:
         args.num_prompts, args.concurrency, args.rates = 6, 3, "2"
-        args.consistency_tokens = 8
+        args.consistency_tokens, args.consistency_requests = 8, 3
         args.overload_seconds = 3.0
     span = lambda text: tuple(int(v) for v in text.split(":"))
     # Each phase gets prompts of its own: the server's prefix cache would
@@ -359,55 +364,70 @@ def main():
 
     results = {"model": args.model, "num_prompts": args.num_prompts,
                "concurrency": args.concurrency}
+    phases = set(args.phases.split(","))
     server = Server(args.model, args.tokenizer,
                     ["--max-active-requests", str(args.max_active_requests), *args.engine_flags])
     try:
-        results["consistency"] = check_consistency(server, args, fresh())
-        print("consistency:", results["consistency"])
-        # The same fresh requests, at the same concurrency, through HTTP and
-        # in-process.
-        requests = fresh()
-        requests_file = os.path.join(args.work_dir, "requests.json")
-        with open(requests_file, "w") as out:
-            json.dump({"requests": requests}, out)
-        http_rate = closed_loop(server, requests, args.concurrency)
-        offline = json.loads(subprocess.run(
-            [os.path.join(BIN, "kiln-bench-throughput"), args.model, "--requests", requests_file,
-             "--max-num-seqs", str(args.concurrency), "--json", *args.engine_flags],
-            check=True, capture_output=True, text=True).stdout)
-        results["overhead"] = {"http_output_tokens_per_s": http_rate,
-                               "offline_output_tokens_per_s": offline["output_tokens_per_s"],
-                               "http_over_offline": http_rate / offline["output_tokens_per_s"]}
-        print("overhead:", results["overhead"])
-        results["rates"] = []
-        for rate in [float(r) for r in args.rates.split(",")]:
+        if "consistency" in phases:
+            results["consistency"] = check_consistency(server, args, fresh())
+            print("consistency:", results["consistency"])
+        if "overhead" in phases:
+            # The same fresh requests, at the same concurrency, through HTTP
+            # and in-process.
             requests = fresh()
-            rng = random.Random(args.seed)
-            arrivals, at = [], 0.0
-            for _ in requests:
-                arrivals.append(at)
-                at += rng.expovariate(rate)
-            results["rates"].append(dict(run_load(server, requests, arrivals), rate=rate))
-            print(f"rate {rate}:", results["rates"][-1])
-        requests = fresh()
-        results["burst"] = run_load(server, requests, [0.0] * len(requests))
-        print("burst:", results["burst"])
-        sustainable = results["burst"]["request_throughput"]
-        results["overload"] = overload(server, args, fresh(), sustainable * args.overload_factor)
-        print("overload:", results["overload"])
+            requests_file = os.path.join(args.work_dir, "requests.json")
+            with open(requests_file, "w") as out:
+                json.dump({"requests": requests}, out)
+            http_rate = closed_loop(server, requests, args.concurrency)
+            offline = json.loads(subprocess.run(
+                [os.path.join(BIN, "kiln-bench-throughput"), args.model, "--requests", requests_file,
+                 "--max-num-seqs", str(args.concurrency), "--json", *args.engine_flags],
+                check=True, capture_output=True, text=True).stdout)
+            results["overhead"] = {"http_output_tokens_per_s": http_rate,
+                                   "offline_output_tokens_per_s": offline["output_tokens_per_s"],
+                                   "http_over_offline": http_rate / offline["output_tokens_per_s"]}
+            print("overhead:", results["overhead"])
+        if "rates" in phases:
+            results["rates"] = []
+            for rate in [float(r) for r in args.rates.split(",")]:
+                requests = fresh()
+                rng = random.Random(args.seed)
+                arrivals, at = [], 0.0
+                for _ in requests:
+                    arrivals.append(at)
+                    at += rng.expovariate(rate)
+                results["rates"].append(dict(run_load(server, requests, arrivals), rate=rate))
+                print(f"rate {rate}:", results["rates"][-1])
+        if "overload" in phases:
+            requests = fresh()
+            results["burst"] = run_load(server, requests, [0.0] * len(requests))
+            print("burst:", results["burst"])
+            sustainable = results["burst"]["request_throughput"]
+            results["overload"] = overload(server, args, fresh(),
+                                           sustainable * args.overload_factor)
+            print("overload:", results["overload"])
     finally:
         results["exit_status"] = server.stop()
     with open(os.path.join(args.work_dir, "serve.json"), "w") as out:
         json.dump(results, out, indent=2)
-    plot(results, os.path.join(args.work_dir, "serve.png"))
+    if "rates" in results:
+        plot(results, os.path.join(args.work_dir, "serve.png"))
     # Sampled tokens may part from kiln-generate's where the batches differ
     # (see docs/performance.md); the text of every answer must be its ids'.
-    consistency = results["consistency"]
-    bad = (args.tokenizer and (consistency["stream_text_is_decode_of_its_ids"] != consistency["requests"]
-                               or consistency["whole_text_is_decode_of_its_ids"] != consistency["requests"])
-           or results["overload"]["unanswered"] or not results["overload"]["all_blocks_free_after"]
-           or results["exit_status"] != 0)
-    sys.exit(1 if bad else 0)
+    failures = []
+    consistency = results.get("consistency")
+    if consistency and args.tokenizer and (
+            consistency["stream_text_is_decode_of_its_ids"] != consistency["requests"]
+            or consistency["whole_text_is_decode_of_its_ids"] != consistency["requests"]):
+        failures.append("an answer's text is not the decode of its ids")
+    overloaded = results.get("overload")
+    if overloaded and (overloaded["unanswered"] or not overloaded["all_blocks_free_after"]):
+        failures.append("an overloaded request went unanswered, or blocks stayed held")
+    if results["exit_status"] != 0:
+        failures.append(f"kiln-serve exited with {results['exit_status']} after SIGTERM")
+    for failure in failures:
+        print("FAIL:", failure)
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":
