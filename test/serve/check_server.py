@@ -3,12 +3,14 @@
 asked over HTTP as an OpenAI client would.
 
   check_server.py KILN_SERVE KILN_GENERATE KILN_TOKENIZE MODEL.kiln TOKENIZER_DIR WORK_DIR
+                  KILN_RUN ENCODER.kiln
 
 The model must have the tokenizer's vocabulary (models/export.py's
 gpt2_vocab with the converted GPT-2 tokenizer). Checks the answers against
 kiln-generate and kiln-tokenize, the OpenAI fields and errors, streaming,
 stop strings, overload (429), a client that leaves mid-stream (its blocks come
-back), and draining on SIGTERM. Prints one line per failed check and
+back), and draining on SIGTERM; and /v1/embeddings on an encoder against
+kiln-run's hidden states, mean-pooled. Prints one line per failed check and
 'N passed, M failed'.
 """
 import http.client
@@ -23,7 +25,7 @@ import sys
 import threading
 import time
 
-KILN_SERVE, KILN_GENERATE, KILN_TOKENIZE, MODEL, TOKENIZER, WORK = sys.argv[1:7]
+KILN_SERVE, KILN_GENERATE, KILN_TOKENIZE, MODEL, TOKENIZER, WORK, KILN_RUN, ENCODER = sys.argv[1:9]
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
           "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}"
           "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
@@ -47,8 +49,8 @@ tally = Tally()
 class Server:
     """A kiln-serve process on a free port, stopped on exit."""
 
-    def __init__(self, *flags):
-        self.process = subprocess.Popen([KILN_SERVE, MODEL, '--port', '0', *flags],
+    def __init__(self, *flags, model=MODEL):
+        self.process = subprocess.Popen([KILN_SERVE, model, '--port', '0', *flags],
                                         stderr=subprocess.PIPE, text=True)
         line = self.process.stderr.readline()
         match = re.search(r'http://127\.0\.0\.1:(\d+)', line)
@@ -248,6 +250,9 @@ def check_errors(server):
     got, _, answer = server.post('/v1/completions', {'prompt': 'x', 'max_tokens': 1,
                                                      'some_future_field': {'a': 1}})
     tally.check(got == 200, 'unknown fields are ignored', answer)
+    got, _, answer = server.post('/v1/embeddings', {'input': [1, 2]})
+    tally.check(got == 400 and 'embeddings need an encoder' in answer['error']['message'],
+                'a decoder does not embed', answer)
     # Chat without a template in the tokenizer's config.
     got, _, answer = server.post('/v1/chat/completions',
                                  {'messages': [{'role': 'user', 'content': 'hi'}]})
@@ -331,6 +336,41 @@ def check_drain():
                 ''.join(server.log))
 
 
+def check_embeddings():
+    import numpy as np
+    server = Server(model=ENCODER)
+    try:
+        inputs = [[5, 17, 42, 8], [1, 2, 3, 4, 5, 6, 7, 9, 200]]
+        status, _, body = server.post('/v1/embeddings', {'input': inputs, 'model': 'bert_tiny'})
+        tally.check(status == 200 and len(body['data']) == 2
+                    and body['usage']['prompt_tokens'] == 13, 'embeddings answer', body)
+        for index, ids in enumerate(inputs):
+            folder = os.path.join(WORK, f'embed{index}')
+            os.makedirs(folder, exist_ok=True)
+            feeds = {'input_ids': np.array([ids], dtype=np.int64),
+                     'attention_mask': np.ones((1, len(ids)), dtype=np.int64),
+                     'token_type_ids': np.zeros((1, len(ids)), dtype=np.int64)}
+            flags = []
+            for name, value in feeds.items():
+                np.save(os.path.join(folder, f'{name}.npy'), value)
+                flags += ['--input', f'{name}={os.path.join(folder, name + ".npy")}']
+            subprocess.run([KILN_RUN, ENCODER, *flags, '--output-dir', folder], check=True,
+                           capture_output=True)
+            expected = np.load(os.path.join(folder, 'last_hidden_state.npy'))[0].mean(axis=0)
+            got = np.array(body['data'][index]['embedding'], dtype=np.float32)
+            error = float(np.abs(got - expected).max() / np.abs(expected).max())
+            tally.check(got.shape == expected.shape and error <= 1e-5,
+                        f'embedding {index} is the mean of kiln-run\'s hidden states', error)
+        status, _, body = server.post('/v1/embeddings', {'input': 'text'})
+        tally.check(status == 400 and body['error']['param'] == 'input',
+                    'text embeddings need a tokenizer', body)
+        status, _, body = server.post('/v1/completions', {'prompt': [1]})
+        tally.check(status == 400 and 'use /v1/embeddings' in body['error']['message'],
+                    'an encoder does not complete', body)
+    finally:
+        tally.check(server.stop() == 0, 'the encoder server exits 0', ''.join(server.log))
+
+
 def main():
     os.makedirs(WORK, exist_ok=True)
     # A copy of the tokenizer whose config carries a ChatML template.
@@ -355,6 +395,7 @@ def main():
     finally:
         server.stop()
     check_drain()
+    check_embeddings()
     print(f'{tally.passed} passed, {tally.failed} failed')
     sys.exit(1 if tally.failed else 0)
 

@@ -133,8 +133,10 @@ std::string serverSentEvent(const Json &data) {
 
 } // namespace
 
-Server::Server(kiln::Engine &engine, ServedModel model, ServerOptions options)
-    : engine_(engine), model_(std::move(model)), options_(std::move(options)) {
+Server::Server(kiln::Engine *engine, Embedder *embedder, ServedModel model,
+               ServerOptions options)
+    : engine_(engine), embedder_(embedder), model_(std::move(model)),
+      options_(std::move(options)) {
   // Every request being served holds a worker; a few more answer 429 and
   // the cheap endpoints while all of those are busy.
   size_t workers = (size_t)options_.maxActiveRequests + 8;
@@ -157,7 +159,10 @@ Server::Server(kiln::Engine &engine, ServedModel model, ServerOptions options)
     response.set_content(Json{{"object", "list"}, {"data", {model}}}.dump(), "application/json");
   });
   http_.Get("/metrics", [this](const httplib::Request &, httplib::Response &response) {
-    response.set_content(metrics_.render(engine_.stats(), active_, options_.maxActiveRequests),
+    kiln_engine_stats_t stats = {};
+    if (engine_)
+      stats = engine_->stats();
+    response.set_content(metrics_.render(stats, active_, options_.maxActiveRequests),
                          "text/plain; version=0.0.4");
   });
   http_.Post("/v1/completions", [this](const httplib::Request &request, httplib::Response &response) {
@@ -167,6 +172,9 @@ Server::Server(kiln::Engine &engine, ServedModel model, ServerOptions options)
              [this](const httplib::Request &request, httplib::Response &response) {
                generate(request, response, /*chat=*/true);
              });
+  http_.Post("/v1/embeddings", [this](const httplib::Request &request, httplib::Response &response) {
+    embed(request, response);
+  });
   http_.set_error_handler([](const httplib::Request &request, httplib::Response &response) {
     if (!response.body.empty())
       return;
@@ -210,10 +218,10 @@ void Server::reject(httplib::Response &response, const ApiError &error, int retr
                        "application/json");
 }
 
-void Server::generate(const httplib::Request &request, httplib::Response &response, bool chat) {
+bool Server::admit(httplib::Response &response) {
   if (draining_) {
     reject(response, ApiError(503, "the server is shutting down", "", "service_unavailable"), 5);
-    return;
+    return false;
   }
   if (active_.fetch_add(1) >= options_.maxActiveRequests) {
     active_.fetch_sub(1);
@@ -223,15 +231,45 @@ void Server::generate(const httplib::Request &request, httplib::Response &respon
                         " requests, its most; retry later",
                     "", "rate_limit_exceeded"),
            1);
+    return false;
+  }
+  return true;
+}
+
+void Server::embed(const httplib::Request &request, httplib::Response &response) {
+  if (!embedder_) {
+    reject(response, ApiError(400, "this server serves a decoder (" + model_.name +
+                                       "): embeddings need an encoder artifact"));
     return;
   }
+  if (!admit(response))
+    return;
+  try {
+    Json body = Json::parse(request.body, nullptr, false);
+    if (body.is_discarded())
+      throw ApiError(400, "the body is not valid JSON");
+    response.set_content(embedder_->embed(body, model_).dump(), "application/json");
+  } catch (const ApiError &error) {
+    reject(response, error);
+  }
+  active_.fetch_sub(1);
+}
+
+void Server::generate(const httplib::Request &request, httplib::Response &response, bool chat) {
+  if (!engine_) {
+    reject(response, ApiError(400, "this server serves an encoder (" + model_.name +
+                                       "): use /v1/embeddings"));
+    return;
+  }
+  if (!admit(response))
+    return;
   std::shared_ptr<Generation> generation;
   try {
     Json body = Json::parse(request.body, nullptr, false);
     if (body.is_discarded())
       throw ApiError(400, "the body is not valid JSON");
     GenerationRequest parsed = chat ? parseChat(body, model_) : parseCompletion(body, model_);
-    generation = std::make_shared<Generation>(engine_, model_, metrics_, std::move(parsed));
+    generation = std::make_shared<Generation>(*engine_, model_, metrics_, std::move(parsed));
     generation->start();
   } catch (const ApiError &error) {
     active_.fetch_sub(1);

@@ -15,6 +15,7 @@
 
 #include "tools/common/EngineFlags.h"
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
@@ -36,7 +37,12 @@ const char *kUsage =
     "  --max-active-requests N   requests served at once; past it 429\n"
     "                            (default 256)\n"
     "  --drain-timeout S         on SIGTERM, seconds to let requests finish\n"
-    "                            before aborting them (default 30)\n";
+    "                            before aborting them (default 30)\n"
+    "An encoder artifact (no logits) serves /v1/embeddings instead:\n"
+    "  --pooling mean|first      the hidden states' mean over the tokens, or the\n"
+    "                            first token's (default mean)\n"
+    "  --max-queue-delay-us N    how long an input waits to be batched with\n"
+    "                            others (default 1000)\n";
 
 std::string defaultName(const std::string &path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
@@ -65,6 +71,8 @@ int main(int argc, char **argv) {
   kiln::EngineOptions engineOptions;
   int threads = 0;
   double drainSeconds = 30;
+  kiln::serve::Pooling pooling = kiln::serve::Pooling::Mean;
+  int64_t maxQueueDelayUs = 1000;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
@@ -82,6 +90,13 @@ int main(int argc, char **argv) {
       options.maxActiveRequests = flags.integer(i, 1, 100000);
     } else if (arg == "--drain-timeout") {
       drainSeconds = flags.number(i);
+    } else if (arg == "--pooling") {
+      std::string value = flags.value(i);
+      if (value != "mean" && value != "first")
+        flags.fail("--pooling expects mean or first, got '" + value + "'");
+      pooling = value == "mean" ? kiln::serve::Pooling::Mean : kiln::serve::Pooling::First;
+    } else if (arg == "--max-queue-delay-us") {
+      maxQueueDelayUs = flags.integer(i, 0, 10000000);
     } else if (flags.engineOption(i, engineOptions, threads)) {
     } else if (!arg.empty() && arg[0] == '-') {
       flags.fail("unknown flag '" + arg + "' (see --help)");
@@ -110,27 +125,37 @@ int main(int argc, char **argv) {
     std::unique_ptr<kiln::Tokenizer> tokenizer;
     if (!tokenizerPath.empty())
       tokenizer = std::make_unique<kiln::Tokenizer>(tokenizerPath);
-    kiln::Engine engine(model, engineOptions);
-    engine.start();
-
     kiln::serve::ServedModel served;
     served.name = servedName.empty() ? defaultName(modelPath) : servedName;
     served.tokenizer = tokenizer.get();
-    served.maxModelLen = engine.stats().max_model_len;
-    served.vocabSize = vocabSize(model);
-    if (tokenizer) {
-      if (tokenizer->vocabSize() > served.vocabSize)
+    // A decoder generates through the engine; an encoder embeds through the
+    // dynamic batcher.
+    std::unique_ptr<kiln::Engine> engine;
+    std::unique_ptr<kiln::serve::Embedder> embedder;
+    if (kiln::serve::isEncoder(model)) {
+      embedder = std::make_unique<kiln::serve::Embedder>(model, pooling, maxQueueDelayUs);
+      kiln_io_info_t ids = model.input(model.inputIndex("input_ids"));
+      served.maxModelLen = (int32_t)std::min<int64_t>(ids.dims[1].max, INT32_MAX);
+      served.vocabSize = tokenizer ? tokenizer->vocabSize() : INT32_MAX;
+    } else {
+      engine = std::make_unique<kiln::Engine>(model, engineOptions);
+      engine->start();
+      served.maxModelLen = engine->stats().max_model_len;
+      served.vocabSize = vocabSize(model);
+      if (tokenizer && tokenizer->vocabSize() > served.vocabSize)
         flags.fail("the tokenizer has " + std::to_string(tokenizer->vocabSize()) +
                    " tokens, more than the model's " + std::to_string(served.vocabSize) +
                    " logits: they do not belong together");
-      served.eosId = tokenizer->eosId();
     }
-    kiln::serve::Server server(engine, served, options);
+    if (tokenizer)
+      served.eosId = tokenizer->eosId();
+    kiln::serve::Server server(engine.get(), embedder.get(), served, options);
     int port = server.bind();
     if (port < 0)
       flags.fail("cannot listen on " + options.host + ":" + std::to_string(options.port));
-    std::fprintf(stderr, "kiln-serve: serving %s on http://%s:%d (max_model_len %d%s)\n",
-                 served.name.c_str(), options.host.c_str(), port, served.maxModelLen,
+    std::fprintf(stderr, "kiln-serve: serving %s on http://%s:%d (%s, max_model_len %d%s)\n",
+                 served.name.c_str(), options.host.c_str(), port,
+                 engine ? "generation" : "embeddings", served.maxModelLen,
                  tokenizer ? "" : ", token ids only: no --tokenizer");
     std::thread([&server, &stopSignals, drainSeconds] {
       int signal = 0;
@@ -139,7 +164,8 @@ int main(int argc, char **argv) {
       server.drain(std::chrono::milliseconds((int64_t)(drainSeconds * 1000)));
     }).detach();
     server.listen();
-    engine.stop();
+    if (engine)
+      engine->stop();
     std::fprintf(stderr, "kiln-serve: stopped\n");
   } catch (const kiln::Error &e) {
     flags.fail(e.what());
