@@ -251,6 +251,8 @@ void Server::embed(const httplib::Request &request, httplib::Response &response)
     response.set_content(embedder_->embed(body, model_).dump(), "application/json");
   } catch (const ApiError &error) {
     reject(response, error);
+  } catch (const std::exception &error) {
+    reject(response, ApiError(500, error.what(), "", "internal_server_error"));
   }
   active_.fetch_sub(1);
 }
@@ -278,6 +280,10 @@ void Server::generate(const httplib::Request &request, httplib::Response &respon
   } catch (const kiln::Error &error) {
     active_.fetch_sub(1);
     reject(response, ApiError(400, error.what()));
+    return;
+  } catch (const std::exception &error) {
+    active_.fetch_sub(1);
+    reject(response, ApiError(500, error.what(), "", "internal_server_error"));
     return;
   }
   {
