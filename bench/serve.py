@@ -260,7 +260,7 @@ def check_consistency(server, args, requests):
 
 def overload(server, args, requests, rate):
     """Non-streamed requests at `rate` for the given seconds; counts answers."""
-    statuses = {}
+    statuses, errors = {}, {}
     lock = threading.Lock()
     rng = random.Random(args.seed + 1)
     threads = []
@@ -272,9 +272,11 @@ def overload(server, args, requests, rate):
             delay = begin + when - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-            status, _, _ = server.post(body_of(request))
+            status, body, _ = server.post(body_of(request))
             with lock:
                 statuses[status] = statuses.get(status, 0) + 1
+                if status is None:
+                    errors[body] = errors.get(body, 0) + 1
         thread = threading.Thread(target=one)
         thread.start()
         threads.append(thread)
@@ -286,7 +288,7 @@ def overload(server, args, requests, rate):
     blocks_free = alive and wait_for_free(server)
     return {"rate": rate, "seconds": args.overload_seconds, "sent": index,
             "statuses": {str(k): v for k, v in statuses.items()},
-            "unanswered": statuses.get(None, 0), "server_alive": alive,
+            "unanswered": statuses.get(None, 0), "client_errors": errors, "server_alive": alive,
             "kv_blocks_used_after": server.metric("kiln_kv_blocks_used") if alive else None,
             "all_blocks_free_after": blocks_free}
 
@@ -353,7 +355,8 @@ def main():
     if args.smoke:
         args.num_prompts, args.concurrency, args.rates = 6, 3, "2"
         args.consistency_tokens, args.consistency_requests = 8, 3
-        args.overload_seconds = 3.0
+        # A smoke check, not a stress test of the machine running the suite.
+        args.overload_seconds, args.overload_factor = 3.0, 3.0
     span = lambda text: tuple(int(v) for v in text.split(":"))
     # Each phase gets prompts of its own: the server's prefix cache would
     # otherwise serve a repeated prompt from the blocks of an earlier phase.

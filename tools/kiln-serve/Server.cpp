@@ -142,6 +142,11 @@ Server::Server(kiln::Engine *engine, Embedder *embedder, ServedModel model,
   size_t workers = (size_t)options_.maxActiveRequests + 8;
   http_.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   http_.set_payload_max_length(64 << 20);
+  // Remembers the listening socket, whose backlog bind() raises.
+  http_.set_socket_options([this](socket_t socket) {
+    httplib::default_socket_options(socket);
+    listenSocket_ = socket;
+  });
 
   http_.Get("/health", [this](const httplib::Request &, httplib::Response &response) {
     if (draining_) {
@@ -186,9 +191,15 @@ Server::Server(kiln::Engine *engine, Embedder *embedder, ServedModel model,
 }
 
 int Server::bind() {
-  if (options_.port == 0)
-    return http_.bind_to_any_port(options_.host);
-  return http_.bind_to_port(options_.host, options_.port) ? options_.port : -1;
+  int port = options_.port == 0 ? http_.bind_to_any_port(options_.host)
+                                : (http_.bind_to_port(options_.host, options_.port) ? options_.port
+                                                                                    : -1);
+  // Debian's cpp-httplib listens with a backlog of 5: a burst of clients
+  // past it has its handshakes dropped, and a client may see its connection
+  // reset instead of a 429. Listening again on the bound socket raises it.
+  if (port >= 0 && listenSocket_ >= 0)
+    ::listen(listenSocket_, SOMAXCONN);
+  return port;
 }
 
 bool Server::listen() { return http_.listen_after_bind(); }

@@ -59,6 +59,7 @@ private:
   ServerOptions options_;
   Metrics metrics_;
   httplib::Server http_;
+  int listenSocket_ = -1;
   std::atomic<int64_t> active_{0};
   std::atomic<bool> draining_{false};
   std::mutex liveMutex_;
