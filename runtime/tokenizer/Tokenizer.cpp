@@ -295,11 +295,7 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialT
         tokens.push_back(added->second->content);
       continue;
     }
-    const std::string *token = model_->idToToken(id);
-    if (!token)
-      throw TokenizerError("token id " + std::to_string(id) + " is not in the vocabulary (" +
-                           std::to_string(vocabSize()) + " ids)");
-    tokens.push_back(*token);
+    tokens.push_back(tokenOf(id));
   }
   if (!decoder_) {
     std::string joined;
@@ -312,6 +308,14 @@ std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialT
   for (const std::string &token : tokens)
     text += token;
   return text;
+}
+
+const std::string &Tokenizer::tokenOf(int32_t id) const {
+  const std::string *token = idToToken(id);
+  if (!token)
+    throw TokenizerError("token id " + std::to_string(id) + " is not in the vocabulary (" +
+                         std::to_string(vocabSize()) + " ids)");
+  return *token;
 }
 
 std::optional<int32_t> Tokenizer::tokenToId(std::string_view token) const {
@@ -369,11 +373,15 @@ bool endsWithReplacement(const std::string &text) {
 } // namespace
 
 IncrementalDecoder::IncrementalDecoder(const Tokenizer &tokenizer,
-                                       std::vector<int32_t> context,
+                                       const std::vector<int32_t> &context,
                                        bool skipSpecialTokens)
-    : tokenizer_(tokenizer), ids_(std::move(context)),
-      prefixOffset_(ids_.size() > kContextWindow ? ids_.size() - kContextWindow : 0),
-      readOffset_(ids_.size()), skipSpecialTokens_(skipSpecialTokens) {}
+    : tokenizer_(tokenizer),
+      ids_(context.end() - std::min(context.size(), kContextWindow), context.end()),
+      prefixOffset_(0), readOffset_(ids_.size()), skipSpecialTokens_(skipSpecialTokens) {
+  // A bad context id fails here, not at the first push.
+  for (int32_t id : context)
+    tokenizer_.tokenOf(id);
+}
 
 std::string IncrementalDecoder::push(const std::vector<int32_t> &ids) {
   // Decoding checks the ids, so a bad one leaves the decoder as it was.

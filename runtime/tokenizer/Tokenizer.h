@@ -60,6 +60,9 @@ public:
   std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens) const;
   /// Ids outside the vocabulary are an error naming the id.
   std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const;
+  /// The token of `id`, or the error decode gives for an id outside the
+  /// vocabulary.
+  const std::string &tokenOf(int32_t id) const;
 
   std::optional<int32_t> tokenToId(std::string_view token) const;
   const std::string *idToToken(int32_t id) const;
@@ -107,10 +110,11 @@ public:
 /// window that ends with the new ids and the same window without them, as
 /// vLLM's detokenizer does, so each call costs the same however long the
 /// sequence; the context ids (the prompt) give the first new token its
-/// leading space.
+/// leading space. Only the end of the context that the window reaches is
+/// kept, but every context id is checked.
 class IncrementalDecoder {
 public:
-  IncrementalDecoder(const Tokenizer &tokenizer, std::vector<int32_t> context,
+  IncrementalDecoder(const Tokenizer &tokenizer, const std::vector<int32_t> &context,
                      bool skipSpecialTokens);
   /// The text that the new ids complete (possibly empty).
   std::string push(const std::vector<int32_t> &ids);

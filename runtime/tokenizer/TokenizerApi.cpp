@@ -182,12 +182,10 @@ kiln_status_t kiln_detokenizer_create(const kiln_tokenizer_t *tokenizer,
                    !tokenizer ? "tokenizer" : !out ? "out" : "context_ids");
   *out = nullptr;
   return tokenizerCall("kiln_detokenizer_create", [&]() -> kiln_status_t {
-    std::vector<int32_t> context(context_ids, context_ids + context_count);
-    // A context id outside the vocabulary fails here, not at the first push.
-    tokenizer->tokenizer->decode(context, skip_special_tokens != 0);
     auto handle = std::make_unique<kiln_detokenizer_s>();
     handle->decoder = std::make_unique<IncrementalDecoder>(
-        *tokenizer->tokenizer, std::move(context), skip_special_tokens != 0);
+        *tokenizer->tokenizer, std::vector<int32_t>(context_ids, context_ids + context_count),
+        skip_special_tokens != 0);
     *out = handle.release();
     return nullptr;
   });
