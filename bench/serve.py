@@ -219,28 +219,36 @@ def check_consistency(server, args, requests):
         command += ["--prompt-ids", ",".join(map(str, request["prompt_ids"]))]
     expected = [json.loads(line) for line in subprocess.run(
         command, check=True, capture_output=True, text=True).stdout.splitlines()]
-    decode = lambda ids: json.loads(subprocess.run(
-        [os.path.join(BIN, "kiln-tokenize"), args.tokenizer, "--decode", "--skip-special-tokens"],
-        input=json.dumps(ids), check=True, capture_output=True, text=True).stdout)
-
-    def text_of(prompt, ids):
-        """What the answer's text must be: the decode of prompt and answer,
+    def answer_texts(answers):
+        """What each answer's text must be: the decode of prompt and answer,
         less the prompt's (a SentencePiece token keeps its leading space
-        after the prompt, which it would lose decoded alone)."""
-        whole, prefix = decode(prompt + ids), decode(prompt)
-        return whole[len(prefix):] if whole.startswith(prefix) else None
+        after the prompt, which it would lose decoded alone). One
+        kiln-tokenize run decodes them all."""
+        lists = []
+        for request, ids in zip(batch, answers):
+            lists += [request["prompt_ids"] + ids, request["prompt_ids"]]
+        out = subprocess.run(
+            [os.path.join(BIN, "kiln-tokenize"), args.tokenizer, "--decode", "--lines",
+             "--skip-special-tokens"], input="".join(json.dumps(ids) + "\n" for ids in lists),
+            check=True, capture_output=True, text=True).stdout
+        decoded = [json.loads(line) for line in out.split("\n") if line]
+        return [whole[len(prefix):] if whole.startswith(prefix) else None
+                for whole, prefix in zip(decoded[::2], decoded[1::2])]
+
+    if args.tokenizer:
+        stream_texts = answer_texts([stream["ids"] for stream in streams])
+        whole_texts = answer_texts([whole["token_ids"] for whole in wholes])
     result = {"requests": len(batch),
               "stream_tokens_match_kiln_generate": 0, "whole_tokens_match_kiln_generate": 0,
               "stream_text_is_decode_of_its_ids": 0, "whole_text_is_decode_of_its_ids": 0,
               "divergences": []}
     for i, (stream, whole, reference) in enumerate(zip(streams, wholes, expected)):
         want = reference["output_ids"]
-        prompt = batch[i]["prompt_ids"]
         result["stream_tokens_match_kiln_generate"] += stream["ids"] == want
         result["whole_tokens_match_kiln_generate"] += whole["token_ids"] == want
         if args.tokenizer:
-            result["stream_text_is_decode_of_its_ids"] += stream["text"] == text_of(prompt, stream["ids"])
-            result["whole_text_is_decode_of_its_ids"] += whole["text"] == text_of(prompt, whole["token_ids"])
+            result["stream_text_is_decode_of_its_ids"] += stream["text"] == stream_texts[i]
+            result["whole_text_is_decode_of_its_ids"] += whole["text"] == whole_texts[i]
         if whole["token_ids"] != want:
             # Where the draws part, and how far apart the two runs' logprobs
             # of the tokens they shared were: float rounding, or a bug.

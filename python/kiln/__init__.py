@@ -202,6 +202,8 @@ class _Sequence:
         self.engine_id = None
         self.ids, self.logprobs = [], []
         self.text = ""
+        self.searched = 0  # how much of the text was searched for stop strings
+        self.longest_stop = max((len(stop) for stop in stops), default=0)
         self.finish_reason = None
         self.error = None
         self.detokenizer = (_kiln.Detokenizer(llm.tokenizer, prompt_ids, params.skip_special_tokens)
@@ -220,13 +222,16 @@ class _Sequence:
                 self.text += self.detokenizer.push(token)
         if finish_reason is not None and self.detokenizer is not None:
             self.text += self.detokenizer.finish()
-        for stop in self.stops:
-            at = self.text.find(stop)
-            if at >= 0:
-                self.text = self.text[:at]
-                self.finish_reason = "stop"
-                self.llm._engine.abort(self.engine_id)
-                return
+        # A stop string ending in the new text begins at most its length
+        # minus one before it; the text before that was searched already.
+        start = max(0, self.searched - self.longest_stop + 1)
+        self.searched = len(self.text)
+        hits = [at for at in (self.text.find(stop, start) for stop in self.stops) if at >= 0]
+        if hits:
+            self.text = self.text[:min(hits)]
+            self.finish_reason = "stop"
+            self.llm._engine.abort(self.engine_id)
+            return
         if finish_reason is not None:
             self.finish_reason = finish_reason
             self.error = error

@@ -11,11 +11,11 @@ namespace {
 // The output to pool: the one named last_hidden_state, or else the only
 // one of rank 3.
 int32_t hiddenStatesOutput(const kiln::Model &model) {
-  int32_t found = -1;
+  int32_t found = kiln_model_find_output(model.get(), "last_hidden_state");
+  if (found >= 0)
+    return found;
   for (int32_t i = 0; i < model.outputCount(); ++i) {
     kiln_io_info_t info = model.output(i);
-    if (std::string(info.name) == "last_hidden_state")
-      return i;
     if (info.rank == 3 && info.dtype == KILN_DTYPE_F32)
       found = found == -1 ? i : -2;
   }
@@ -29,10 +29,7 @@ int32_t hiddenStatesOutput(const kiln::Model &model) {
 } // namespace
 
 bool isEncoder(const kiln::Model &model) {
-  for (int32_t i = 0; i < model.outputCount(); ++i)
-    if (std::string(model.output(i).name) == "logits")
-      return false;
-  return true;
+  return kiln_model_find_output(model.get(), "logits") < 0;
 }
 
 Embedder::Embedder(const kiln::Model &model, Pooling pooling, int64_t maxQueueDelayUs)

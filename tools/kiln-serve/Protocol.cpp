@@ -98,10 +98,12 @@ void addTextPrompt(GenerationRequest &request, const ServedModel &model, const s
   request.promptTexts.push_back(text);
 }
 
+// The prompt's text is decoded only for echo, the one field that returns it.
 void addIdPrompt(GenerationRequest &request, const ServedModel &model, const Json &ids) {
   request.prompts.push_back(tokenIds(ids, model, "prompt"));
-  request.promptTexts.push_back(
-      model.tokenizer ? model.tokenizer->decode(request.prompts.back()) : std::string());
+  request.promptTexts.push_back(request.echo && model.tokenizer
+                                    ? model.tokenizer->decode(request.prompts.back())
+                                    : std::string());
 }
 
 // prompt: a string, a list of strings, a list of ids, or a list of lists of
@@ -229,9 +231,9 @@ GenerationRequest parseCompletion(const Json &body, const ServedModel &model) {
     throw ApiError(400, "the body must be a JSON object");
   checkModel(body, model);
   GenerationRequest request;
+  request.echo = boolean(body, "echo", false);
   readPrompts(request, body, model);
   readCommon(request, body, model, /*defaultMaxTokens=*/16);
-  request.echo = boolean(body, "echo", false);
   if (const Json *suffix = optional(body, "suffix"))
     if (!suffix->is_string() || !suffix->get<std::string>().empty())
       throw ApiError(400, "suffix is not supported", "suffix");

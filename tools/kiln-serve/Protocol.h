@@ -52,7 +52,7 @@ struct ServedModel {
 struct GenerationRequest {
   bool chat = false;
   std::vector<std::vector<int32_t>> prompts;
-  std::vector<std::string> promptTexts; // what echo returns, per prompt
+  std::vector<std::string> promptTexts; // what echo returns, per prompt (with echo)
   int n = 1;
   /// Sampling; its stop ids and logprobs are set from the fields below when
   /// the request is added to the engine.

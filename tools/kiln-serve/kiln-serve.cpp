@@ -52,14 +52,11 @@ std::string defaultName(const std::string &path) {
 }
 
 // The width of the logits: the engine ran the model's checks, so the output
-// exists and its last dim is the vocabulary.
+// exists and its last dim is the vocabulary (unbounded where it is dynamic).
 int32_t vocabSize(const kiln::Model &model) {
-  for (int32_t i = 0; i < model.outputCount(); ++i) {
-    kiln_io_info_t info = model.output(i);
-    if (std::string(info.name) == "logits" && info.rank > 0 && info.dims[info.rank - 1].size > 0)
-      return (int32_t)info.dims[info.rank - 1].size;
-  }
-  return INT32_MAX;
+  kiln_io_info_t info = model.output(kiln_model_find_output(model.get(), "logits"));
+  int64_t width = info.dims[info.rank - 1].size;
+  return width > 0 ? (int32_t)width : INT32_MAX;
 }
 
 } // namespace
