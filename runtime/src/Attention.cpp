@@ -577,8 +577,12 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   const bool readsCache = appends && p.presents.k && p.presents.v;
   // Attends to `length` keys and values of this kv head, rows ks.t and vs.t
   // apart, which are columns [keyIndex, keyIndex + length) of the masks.
+  // Both lambdas are forced inline: an out-of-line lambda does not inherit
+  // the ISA wrapper's target attribute, and compiled for the baseline it ran
+  // the W-float vectors as spilled SSE pairs (4x slower on AVX-512).
   auto attend = [&](const float *k, const Strides &ks, const float *v,
-                    const Strides &vs, int64_t length, int64_t keyIndex) {
+                    const Strides &vs, int64_t length,
+                    int64_t keyIndex) __attribute__((always_inline)) {
     // One row (a decode step without grouped heads) reads K in place.
     const bool keysInPlace =
         count == 1 && ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
@@ -619,7 +623,8 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
                            vStride, m + r, l + r, acc + r * accWidth, accWidth);
     }
   };
-  auto attendSegment = [&](const KeyValueRows &segment, int64_t keyIndex) {
+  auto attendSegment = [&](const KeyValueRows &segment, int64_t keyIndex)
+                           __attribute__((always_inline)) {
     if (segment.length > 0) // an absent past has null pointers
       attend(segment.k + b * segment.ks.b + kvHead * segment.ks.h, segment.ks,
              segment.v + b * segment.vs.b + kvHead * segment.vs.h, segment.vs,
