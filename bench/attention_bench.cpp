@@ -1,11 +1,13 @@
 //===- attention_bench.cpp - Decode attention, dense past against paged ---===//
 //
-// Times one layer's decode attention (one new token per sequence, a bias
-// over the padded past) with the past as a dense tensor
-// (kiln_ukernel_attention) and as the generation engine's block pool read
-// through tables (kiln_ukernel_paged_attention), on the same rows, over 2
-// threads. Built as build/bin/kiln-attention-bench; prints one line per
-// shape, the best milliseconds of each.
+// Times decode attention (one new token per sequence, a bias over the padded
+// past) with the past as dense tensors (kiln_ukernel_attention) and as the
+// generation engine's block pool read through tables
+// (kiln_ukernel_paged_attention), over 2 threads. Each timed call runs every
+// layer of a step, each on its own past, so that the pasts come from memory
+// as in a model's step rather than from the cache a single layer would stay
+// in. Built as build/bin/kiln-attention-bench; prints one line per shape:
+// the best step's milliseconds per layer, and the GB/s of past read.
 //
 //   kiln-attention-bench [BATCHxHEADSxKV_HEADSxPAST ...]
 //
@@ -27,7 +29,7 @@ using namespace kiln::rt;
 
 namespace {
 
-constexpr int64_t kHeadDim = 64, kBlockSize = 16, kLayers = 8, kLayer = 3;
+constexpr int64_t kHeadDim = 64, kBlockSize = 16, kLayers = 8;
 
 double bestMs(const std::function<void()> &call) {
   using Clock = std::chrono::steady_clock;
@@ -53,8 +55,9 @@ void measure(int64_t batch, int64_t heads, int64_t kvHeads, int64_t past) {
       x = uniform(rng);
     return v;
   };
+  const int64_t layerPast = batch * kvHeads * past * d;
   std::vector<float> q = randomVector(batch * heads * d), k = randomVector(batch * kvHeads * d),
-                     v = randomVector(k.size()), dense = randomVector(batch * kvHeads * past * d),
+                     v = randomVector(k.size()), dense = randomVector(kLayers * 2 * layerPast),
                      pool = randomVector(blocks * kLayers * 2 * kvHeads * kBlockSize * d);
   std::vector<float> out(q.size()), bias(batch * total, 0.0f);
   // Each sequence's blocks spread over the pool, as a busy engine's are.
@@ -65,13 +68,16 @@ void measure(int64_t batch, int64_t heads, int64_t kvHeads, int64_t past) {
   ScopedThreadPool scope(&threads);
 
   const double denseMs = bestMs([&] {
-    kiln_ukernel_attention(batch, heads, kvHeads, 1, past, 1, d, d, q.data(), heads * d, d, d, 1,
-                           dense.data(), kvHeads * past * d, past * d, d, 1, k.data(),
-                           kvHeads * d, d, d, 1, dense.data(), kvHeads * past * d, past * d, d,
-                           1, v.data(), kvHeads * d, d, d, 1, nullptr, 0, 0, 0, 0, 0.0f,
-                           bias.data(), total, 0, total, 1, 0.125f, out.data(), heads * d, d,
-                           d, 1, nullptr, 0, 0, 0, 0, nullptr, 0, 0, 0, 0);
-  });
+    for (int64_t layer = 0; layer < kLayers; ++layer) {
+      const float *pastK = dense.data() + 2 * layer * layerPast, *pastV = pastK + layerPast;
+      kiln_ukernel_attention(batch, heads, kvHeads, 1, past, 1, d, d, q.data(), heads * d, d, d,
+                             1, pastK, kvHeads * past * d, past * d, d, 1, k.data(), kvHeads * d,
+                             d, d, 1, pastV, kvHeads * past * d, past * d, d, 1, v.data(),
+                             kvHeads * d, d, d, 1, nullptr, 0, 0, 0, 0, 0.0f, bias.data(), total,
+                             0, total, 1, 0.125f, out.data(), heads * d, d, d, 1, nullptr, 0, 0,
+                             0, 0, nullptr, 0, 0, 0, 0);
+    }
+  }) / kLayers;
   kiln_paged_attention_params_t params = {};
   params.batch = batch;
   params.heads = heads;
@@ -93,18 +99,21 @@ void measure(int64_t batch, int64_t heads, int64_t kvHeads, int64_t past) {
   params.kv_cache = pool.data();
   params.num_blocks = blocks;
   params.num_layers = kLayers;
-  params.layer = kLayer;
   params.block_size = kBlockSize;
   params.block_tables = tables.data();
   params.block_table_stride = params.block_table_width = blocksPerSequence;
   params.past_lengths = lengths.data();
   params.bias = bias.data();
   params.scale = 0.125;
-  const double pagedMs = bestMs([&] { kiln_ukernel_paged_attention(&params); });
-  std::printf("batch %lld, %lld heads on %lld kv heads, past %lld: dense %.3f ms, paged %.3f ms "
-              "(%.2fx)\n",
+  const double pagedMs = bestMs([&] {
+    for (params.layer = 0; params.layer < kLayers; ++params.layer)
+      kiln_ukernel_paged_attention(&params);
+  }) / kLayers;
+  const double pastBytes = 2.0 * layerPast * sizeof(float);
+  std::printf("batch %lld, %lld heads on %lld kv heads, past %lld: per layer dense %.3f ms "
+              "(%.1f GB/s), paged %.3f ms (%.1f GB/s), paged/dense %.2f\n",
               (long long)batch, (long long)heads, (long long)kvHeads, (long long)past, denseMs,
-              pagedMs, pagedMs / denseMs);
+              pastBytes / denseMs / 1e6, pagedMs, pastBytes / pagedMs / 1e6, pagedMs / denseMs);
 }
 
 } // namespace

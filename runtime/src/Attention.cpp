@@ -3,18 +3,24 @@
 // Flash-attention's loop on the CPU. The query rows that share a kv head are
 // cut into tiles; for each tile, blocks of keys stream past: a block of K is
 // transposed into scratch (so scores vectorize across keys), each 4-row block
-// of queries computes its scores against it in registers (a lone row reads
-// the keys in place instead), folds them into its
+// of queries computes its scores against it in registers, folds them into its
 // running max and sum, and adds p·V to its f32 output accumulators, which are
-// rescaled whenever a row's max grows. No buffer grows with kv_len.
+// rescaled whenever a row's max grows. No buffer grows with kv_len. A tile of
+// a few rows (a decode step: one per head of the group) reads the keys in
+// place instead, each row against every key, since transposing would cost
+// more than its scores.
+//
+// A key block is read through a pointer per row of K and of V, so that one
+// loop serves a dense past and the generation engine's block pool
+// (kiln_ukernel_paged_attention), whose rows sit in scattered pool blocks and
+// are read there, in place.
 //
 // The keys and values may come in two parts, a past (the KV cache) and the
 // new rows, which the kernel also writes out concatenated (the presents):
 // the first tile of each kv head copies each block there just before it
 // uses it, and, when both presents are wanted, reads the block back from
-// them, in L1. Or the past is the generation engine's block pool
-// (kiln_ukernel_paged_attention): each key block's rows are copied out of
-// their pool blocks first, and no presents are written.
+// them, in L1. A paged past writes no presents: the engine stores the new
+// rows itself.
 //
 // One source serves every ISA: the kernel is written on GCC vector extensions
 // of W floats and instantiated inside an AVX-512F, an AVX2+FMA and a baseline
@@ -49,6 +55,13 @@ constexpr int64_t kKeyBlock = 128;
 constexpr int64_t kTileRows = 64;
 /// Query rows per register block.
 constexpr int kRowBlock = 4;
+/// The most query rows of a tile that read the keys in place rather than
+/// transposed. Up to here, by count, scoring each row against untransposed
+/// keys (W - 1 shuffle pairs per W keys a row) takes fewer shuffles than
+/// transposing the block; timed at 4 rows (Llama medium's decode, grouped
+/// heads), the two ways were equal within this VM's noise, both bound by
+/// the read of the past.
+constexpr int64_t kInPlaceRows = 4;
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
@@ -140,6 +153,13 @@ struct Problem {
   int64_t tiles() const { return batch * kvHeads * tilesPerKvHead(); }
 };
 
+/// Where each row of one block of keys and values starts: rows of a dense
+/// tensor, or of the engine's pool blocks.
+struct BlockRows {
+  const float *k[kKeyBlock];
+  const float *v[kKeyBlock];
+};
+
 /// Where one query row's inputs and output start.
 struct Row {
   const float *q;
@@ -185,22 +205,22 @@ KILN_ALWAYS_INLINE void foldRows(typename Vec<W>::F (&rows)[W]) {
   }
 }
 
-/// s[0:W] = scale · q·K[r] for the W keys from `keys` on, rows kStride
-/// apart: each key's products with q summed over the depth into one vector,
-/// then the W vectors folded into the W scores. The depth loop is outside
-/// the keys so that one query vector serves W independent FMAs. Only the
-/// first `count` keys exist when Partial; the others repeat the last, which
-/// keeps the reads in bounds, and maskScores turns their scores into -inf.
+/// s[0:W] = scale · q·K[r] for the W key rows from `keys` on: each key's
+/// products with q summed over the depth into one vector, then the W vectors
+/// folded into the W scores. The depth loop is outside the keys so that one
+/// query vector serves W independent FMAs. Only the first `count` keys exist
+/// when Partial; the others repeat the last, which keeps the reads in
+/// bounds, and maskScores turns their scores into -inf.
 template <int W, bool Partial>
-KILN_ALWAYS_INLINE void scoreKeys(const float *q, const float *keys,
-                                  int64_t kStride, int64_t depth, int64_t count,
-                                  float scale, float *s) {
+KILN_ALWAYS_INLINE void scoreKeys(const float *q, const float *const *keys,
+                                  int64_t depth, int64_t count, float scale,
+                                  float *s) {
   using F = typename Vec<W>::F;
   const float *key[W];
   F sums[W];
 #pragma GCC unroll 16
   for (int r = 0; r < W; ++r) {
-    key[r] = keys + (Partial ? std::min<int64_t>(r, count - 1) : r) * kStride;
+    key[r] = keys[Partial ? std::min<int64_t>(r, count - 1) : r];
     sums[r] = F{};
   }
   for (int64_t d = 0; d < depth; d += W) {
@@ -213,28 +233,27 @@ KILN_ALWAYS_INLINE void scoreKeys(const float *q, const float *keys,
   store<W>(s, sums[0] * scale);
 }
 
-/// One query row's scores against `count` keys read in place, for K rows
-/// that are contiguous and a whole number of vectors long, W keys at a time.
-/// A single row (decode) cannot repay transposing K into scratch; this reads
-/// each key once.
+/// One query row's scores against `count` key rows read in place, rows that
+/// are contiguous and a whole number of vectors long, W keys at a time. A
+/// tile of a few rows cannot repay transposing K into scratch; this reads
+/// each key once per row, from L1 after the first.
 template <int W>
-KILN_ALWAYS_INLINE void rowScores(const float *q, const float *k,
-                                  int64_t kStride, int64_t depth, int64_t count,
-                                  float scale, float *s) {
+KILN_ALWAYS_INLINE void rowScores(const float *q, const float *const *keys,
+                                  int64_t depth, int64_t count, float scale,
+                                  float *s) {
   int64_t j = 0;
   for (; j + W <= count; j += W)
-    scoreKeys<W, false>(q, k + j * kStride, kStride, depth, W, scale, s + j);
+    scoreKeys<W, false>(q, keys + j, depth, W, scale, s + j);
   if (j < count)
-    scoreKeys<W, true>(q, k + j * kStride, kStride, depth, count - j, scale,
-                       s + j);
+    scoreKeys<W, true>(q, keys + j, depth, count - j, scale, s + j);
 }
 
-/// kt[d * kKeyBlock + j] = K[j, d] for j < count, and 0 up to paddedCount.
-/// This runs for every tile and key block, so for decode (a tile of one query
-/// row) it costs more than the scores: contiguous rows go W×W at a time
-/// through registers, 5x faster than element by element.
+/// kt[d * kKeyBlock + j] = K[j, d] for the `count` key rows (elements sd
+/// apart), and 0 up to paddedCount. This runs for every tile and key block:
+/// contiguous rows go W×W at a time through registers, 5x faster than
+/// element by element.
 template <int W>
-KILN_ALWAYS_INLINE void transposeKeys(const float *k, int64_t st, int64_t sd,
+KILN_ALWAYS_INLINE void transposeKeys(const float *const *keys, int64_t sd,
                                       int64_t count, int64_t paddedCount,
                                       int64_t depth, float *kt) {
   using F = typename Vec<W>::F;
@@ -245,7 +264,7 @@ KILN_ALWAYS_INLINE void transposeKeys(const float *k, int64_t st, int64_t sd,
         F rows[W];
 #pragma GCC unroll 16
         for (int r = 0; r < W; ++r)
-          rows[r] = load<W>(k + (j + r) * st + d);
+          rows[r] = load<W>(keys[j + r] + d);
         transposeStep<W, W / 2>(rows);
 #pragma GCC unroll 16
         for (int r = 0; r < W; ++r)
@@ -253,26 +272,28 @@ KILN_ALWAYS_INLINE void transposeKeys(const float *k, int64_t st, int64_t sd,
       }
       for (; d < depth; ++d)
         for (int r = 0; r < W; ++r)
-          kt[d * kKeyBlock + j + r] = k[(j + r) * st + d];
+          kt[d * kKeyBlock + j + r] = keys[j + r][d];
     }
   }
   for (; j < count; ++j)
     for (d = 0; d < depth; ++d)
-      kt[d * kKeyBlock + j] = k[j * st + d * sd];
+      kt[d * kKeyBlock + j] = keys[j][d * sd];
   for (d = 0; d < depth; ++d)
     std::fill(kt + d * kKeyBlock + count, kt + d * kKeyBlock + paddedCount,
               0.0f);
 }
 
-/// packed[j * paddedWidth + e] = V[j, e] for j < count, zero-padded to
-/// paddedWidth, for V rows that cannot be read a whole vector at a time.
-void packValues(const float *v, int64_t st, int64_t sd, int64_t count,
+/// Copies the `count` V rows (elements sd apart) to `packed`, zero-padded
+/// to paddedWidth, and points the rows there: for V rows that cannot be read
+/// a whole vector at a time.
+void packValues(const float **values, int64_t sd, int64_t count,
                 int64_t width, int64_t paddedWidth, float *packed) {
   for (int64_t j = 0; j < count; ++j, packed += paddedWidth) {
-    const float *row = v + j * st;
+    const float *row = values[j];
     for (int64_t e = 0; e < width; ++e)
       packed[e] = row[e * sd];
     std::fill(packed + width, packed + paddedWidth, 0.0f);
+    values[j] = packed;
   }
 }
 
@@ -441,8 +462,8 @@ softmaxStep(float *s, int64_t count, int64_t paddedCount, float &m,
 /// acc[r][e0:e0+C·W] += Σ_j p[r][j]·V[j][e0:...] for the R rows.
 template <int W, int R, int C>
 KILN_ALWAYS_INLINE void valueStrip(const float *p, int64_t count,
-                                   const float *v, int64_t vStride, float *acc,
-                                   int64_t accWidth) {
+                                   const float *const *values, int64_t e0,
+                                   float *acc, int64_t accWidth) {
   using F = typename Vec<W>::F;
   // With few rows and columns, U keys at a time into separate sums: chains
   // of dependent FMAs would otherwise wait on each other's latency.
@@ -459,16 +480,16 @@ KILN_ALWAYS_INLINE void valueStrip(const float *p, int64_t count,
   for (; j + U <= count; j += U) {
 #pragma GCC unroll 16
     for (int u = 0; u < U; ++u) {
-      F values[C];
+      F value[C];
 #pragma GCC unroll 16
       for (int c = 0; c < C; ++c)
-        values[c] = load<W>(v + (j + u) * vStride + c * W);
+        value[c] = load<W>(values[j + u] + e0 + c * W);
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const F weight = splat<W>(p[r * kKeyBlock + j + u]);
 #pragma GCC unroll 16
         for (int c = 0; c < C; ++c)
-          sums[u][r][c] += weight * values[c];
+          sums[u][r][c] += weight * value[c];
       }
     }
   }
@@ -478,7 +499,7 @@ KILN_ALWAYS_INLINE void valueStrip(const float *p, int64_t count,
       const F weight = splat<W>(p[r * kKeyBlock + j]);
 #pragma GCC unroll 16
       for (int c = 0; c < C; ++c)
-        sums[0][r][c] += weight * load<W>(v + j * vStride + c * W);
+        sums[0][r][c] += weight * load<W>(values[j] + e0 + c * W);
     }
 #pragma GCC unroll 16
   for (int u = 1; u < U; ++u)
@@ -494,18 +515,18 @@ KILN_ALWAYS_INLINE void valueStrip(const float *p, int64_t count,
       store<W>(acc + r * accWidth + c * W, sums[0][r][c]);
 }
 
-/// Adds the R rows' weighted block of V (rows vStride apart, accWidth
-/// readable floats each) to their accumulators.
+/// Adds the R rows' weighted block of V (accWidth readable floats a row) to
+/// their accumulators.
 template <int W, int R>
 KILN_ALWAYS_INLINE void accumulateValues(const float *p, int64_t count,
-                                         const float *v, int64_t vStride,
+                                         const float *const *values,
                                          float *acc, int64_t accWidth) {
   constexpr int C = R == 1 ? 4 : 2;
   int64_t e = 0;
   for (; e + C * W <= accWidth; e += C * W)
-    valueStrip<W, R, C>(p, count, v + e, vStride, acc + e, accWidth);
+    valueStrip<W, R, C>(p, count, values, e, acc + e, accWidth);
   for (; e < accWidth; e += W)
-    valueStrip<W, R, 1>(p, count, v + e, vStride, acc + e, accWidth);
+    valueStrip<W, R, 1>(p, count, values, e, acc + e, accWidth);
 }
 
 /// What one key block does for R query rows once their scores are in s:
@@ -513,26 +534,31 @@ KILN_ALWAYS_INLINE void accumulateValues(const float *p, int64_t count,
 template <int W, int R>
 KILN_ALWAYS_INLINE void
 weighBlock(const Problem &p, const Row *rows, int64_t j0, int64_t count,
-           int64_t paddedCount, float *s, const float *v, int64_t vStride,
-           float *m, typename Vec<W>::F *l, float *acc, int64_t accWidth) {
+           int64_t paddedCount, float *s, const float *const *values, float *m,
+           typename Vec<W>::F *l, float *acc, int64_t accWidth) {
   for (int r = 0; r < R; ++r) {
     maskScores(p, rows[r], j0, count, paddedCount, s + r * kKeyBlock);
     softmaxStep<W>(s + r * kKeyBlock, count, paddedCount, m[r], l[r],
                    acc + r * accWidth, accWidth);
   }
-  accumulateValues<W, R>(s, count, v, vStride, acc, accWidth);
+  accumulateValues<W, R>(s, count, values, acc, accWidth);
 }
 
-/// Everything one key block does for R query rows, against transposed keys.
+/// Everything one key block does for R query rows: scores against the
+/// transposed keys kt, or, without kt, against the key rows in place.
 template <int W, int R>
 KILN_ALWAYS_INLINE void
 rowBlockStep(const Problem &p, const Row *rows, int64_t j0, int64_t count,
-             int64_t paddedCount, const float *kt, const float *v,
-             int64_t vStride, float *m, typename Vec<W>::F *l, float *acc,
-             int64_t accWidth) {
+             int64_t paddedCount, const BlockRows &block, const float *kt,
+             float *m, typename Vec<W>::F *l, float *acc, int64_t accWidth) {
   alignas(64) float s[R * kKeyBlock];
-  scores<W, R>(rows, p.qs.d, p.headDim, kt, paddedCount, p.scale, s);
-  weighBlock<W, R>(p, rows, j0, count, paddedCount, s, v, vStride, m, l, acc,
+  if (kt)
+    scores<W, R>(rows, p.qs.d, p.headDim, kt, paddedCount, p.scale, s);
+  else
+    for (int r = 0; r < R; ++r)
+      rowScores<W>(rows[r].q, block.k, p.headDim, count, p.scale,
+                   s + r * kKeyBlock);
+  weighBlock<W, R>(p, rows, j0, count, paddedCount, s, block.v, m, l, acc,
                    accWidth);
 }
 
@@ -561,7 +587,6 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   float *kt = scratch;
   float *vPacked = kt + p.headDim * kKeyBlock;
   float *acc = vPacked + kKeyBlock * accWidth;
-  float *gathered = acc + kTileRows * accWidth; // a paged past's key block
   std::fill(acc, acc + count * accWidth, 0.0f);
   float m[kTileRows];
   F l[kTileRows];
@@ -575,88 +600,80 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   const KeyValueRows cache = {p.kvLen(), p.presents.k, p.presents.ks,
                               p.presents.v, p.presents.vs};
   const bool readsCache = appends && p.presents.k && p.presents.v;
-  // Attends to `length` keys and values of this kv head, rows ks.t and vs.t
-  // apart, which are columns [keyIndex, keyIndex + length) of the masks.
-  // Both lambdas are forced inline: an out-of-line lambda does not inherit
-  // the ISA wrapper's target attribute, and compiled for the baseline it ran
-  // the W-float vectors as spilled SSE pairs (4x slower on AVX-512).
-  auto attend = [&](const float *k, const Strides &ks, const float *v,
-                    const Strides &vs, int64_t length,
-                    int64_t keyIndex) __attribute__((always_inline)) {
-    // One row (a decode step without grouped heads) reads K in place.
-    const bool keysInPlace =
-        count == 1 && ks.d == 1 && p.qs.d == 1 && p.headDim % W == 0;
+  // Few rows score the keys in place; more share one transposed copy.
+  const bool keysInPlace =
+      count <= kInPlaceRows && p.qs.d == 1 && p.headDim % W == 0;
+  BlockRows block;
+  // Attends to the `keys` rows of `block` (their elements kd and vd apart),
+  // which are columns [at, at + keys) of the masks. Forced inline, as is
+  // every lambda here: an out-of-line lambda does not inherit the ISA
+  // wrapper's target attribute, and compiled for the baseline it ran the
+  // W-float vectors as spilled SSE pairs (4x slower on AVX-512).
+  auto attendBlock = [&](int64_t keys, int64_t kd, int64_t vd,
+                         int64_t at) __attribute__((always_inline)) {
+    const int64_t paddedKeys = ceilDiv(keys, W) * W;
+    const bool inPlace = keysInPlace && kd == 1;
+    if (!inPlace)
+      transposeKeys<W>(block.k, kd, keys, paddedKeys, p.headDim, kt);
     // V rows are read W floats at a time, so they are used in place only
     // when contiguous and a whole number of vectors wide.
-    const bool packV = vs.d != 1 || accWidth != p.valueDim;
-    for (int64_t j0 = 0; j0 < length; j0 += kKeyBlock) {
-      const int64_t keys = std::min(kKeyBlock, length - j0);
-      const int64_t paddedKeys = ceilDiv(keys, W) * W;
-      const int64_t at = keyIndex + j0;
-      if (appends)
-        appendToPresents(p, b, kvHead, at, keys);
-      if (!keysInPlace)
-        transposeKeys<W>(k + j0 * ks.t, ks.t, ks.d, keys, paddedKeys,
-                         p.headDim, kt);
-      const float *values = v + j0 * vs.t;
-      int64_t vStride = vs.t;
-      if (packV) {
-        packValues(values, vs.t, vs.d, keys, p.valueDim, accWidth, vPacked);
-        values = vPacked;
-        vStride = accWidth;
-      }
-      if (keysInPlace) {
-        alignas(64) float s[kKeyBlock];
-        rowScores<W>(rows[0].q, k + j0 * ks.t, ks.t, p.headDim, keys, p.scale,
-                     s);
-        weighBlock<W, 1>(p, rows, at, keys, paddedKeys, s, values, vStride, m,
-                         l, acc, accWidth);
-        continue;
-      }
-      int64_t r = 0;
-      for (; r + kRowBlock <= count; r += kRowBlock)
-        rowBlockStep<W, kRowBlock>(p, rows + r, at, keys, paddedKeys, kt,
-                                   values, vStride, m + r, l + r,
-                                   acc + r * accWidth, accWidth);
-      for (; r < count; ++r)
-        rowBlockStep<W, 1>(p, rows + r, at, keys, paddedKeys, kt, values,
-                           vStride, m + r, l + r, acc + r * accWidth, accWidth);
-    }
+    if (vd != 1 || accWidth != p.valueDim)
+      packValues(block.v, vd, keys, p.valueDim, accWidth, vPacked);
+    const float *keysT = inPlace ? nullptr : kt;
+    int64_t r = 0;
+    for (; r + kRowBlock <= count; r += kRowBlock)
+      rowBlockStep<W, kRowBlock>(p, rows + r, at, keys, paddedKeys, block,
+                                 keysT, m + r, l + r, acc + r * accWidth,
+                                 accWidth);
+    for (; r < count; ++r)
+      rowBlockStep<W, 1>(p, rows + r, at, keys, paddedKeys, block, keysT,
+                         m + r, l + r, acc + r * accWidth, accWidth);
   };
+  // Attends to a dense run of this kv head's keys and values, which are
+  // columns [keyIndex, keyIndex + length) of the masks.
   auto attendSegment = [&](const KeyValueRows &segment, int64_t keyIndex)
                            __attribute__((always_inline)) {
-    if (segment.length > 0) // an absent past has null pointers
-      attend(segment.k + b * segment.ks.b + kvHead * segment.ks.h, segment.ks,
-             segment.v + b * segment.vs.b + kvHead * segment.vs.h, segment.vs,
-             segment.length, keyIndex);
+    if (segment.length == 0) // an absent past has null pointers
+      return;
+    const float *k = segment.k + b * segment.ks.b + kvHead * segment.ks.h;
+    const float *v = segment.v + b * segment.vs.b + kvHead * segment.vs.h;
+    for (int64_t j0 = 0; j0 < segment.length; j0 += kKeyBlock) {
+      const int64_t keys = std::min(kKeyBlock, segment.length - j0);
+      if (appends)
+        appendToPresents(p, b, kvHead, keyIndex + j0, keys);
+      for (int64_t j = 0; j < keys; ++j) {
+        block.k[j] = k + (j0 + j) * segment.ks.t;
+        block.v[j] = v + (j0 + j) * segment.vs.t;
+      }
+      attendBlock(keys, segment.ks.d, segment.vs.d, keyIndex + j0);
+    }
   };
 
   if (const PagedPast *paged = p.paged) {
     // The cached rows, right-aligned in the padded past (the columns in
-    // front hold no key), a key block at a time: its rows are copied out of
-    // their blocks into `gathered` (K, then V), so that the block is
-    // transposed and weighed as one run, as a dense past's is, instead of
-    // one short run per pool block.
+    // front hold no key), a key block at a time, read where they lie in
+    // their pool blocks.
     const int64_t length = paged->lengths[b];
     const int64_t *table = paged->tables + b * paged->tableStride;
-    const Strides rowsOf = {0, 0, p.headDim, 1};
-    float *gatheredK = gathered, *gatheredV = gathered + kKeyBlock * p.headDim;
     for (int64_t t0 = 0; t0 < length; t0 += kKeyBlock) {
       const int64_t keys = std::min(kKeyBlock, length - t0);
       for (int64_t t = t0; t < t0 + keys;) {
-        const int64_t block = table[t / paged->blockSize];
+        const int64_t poolBlock = table[t / paged->blockSize];
         const int64_t slot = t % paged->blockSize;
         const int64_t run = std::min(paged->blockSize - slot, t0 + keys - t);
-        const size_t bytes = sizeof(float) * run * p.headDim;
-        std::memcpy(gatheredK + (t - t0) * p.headDim,
-                    paged->rows(block, 0, p.kvHeads, kvHead, p.headDim) + slot * p.headDim,
-                    bytes);
-        std::memcpy(gatheredV + (t - t0) * p.headDim,
-                    paged->rows(block, 1, p.kvHeads, kvHead, p.headDim) + slot * p.headDim,
-                    bytes);
+        const float *k =
+            paged->rows(poolBlock, 0, p.kvHeads, kvHead, p.headDim) +
+            slot * p.headDim;
+        const float *v =
+            paged->rows(poolBlock, 1, p.kvHeads, kvHead, p.headDim) +
+            slot * p.headDim;
+        for (int64_t i = 0; i < run; ++i) {
+          block.k[t - t0 + i] = k + i * p.headDim;
+          block.v[t - t0 + i] = v + i * p.headDim;
+        }
         t += run;
       }
-      attend(gatheredK, rowsOf, gatheredV, rowsOf, keys, paged->width - length + t0);
+      attendBlock(keys, 1, 1, paged->width - length + t0);
     }
     attendSegment(p.current, paged->width);
   } else if (readsCache) {
@@ -688,8 +705,7 @@ template <int W>
 KILN_ALWAYS_INLINE void runTiles(const Problem &p, int64_t begin, int64_t end) {
   const int64_t accWidth = ceilDiv(p.valueDim, W) * W;
   float *scratch = threadScratch(p.headDim * kKeyBlock + kKeyBlock * accWidth +
-                                 kTileRows * accWidth +
-                                 (p.paged ? 2 * kKeyBlock * p.headDim : 0));
+                                 kTileRows * accWidth);
   const int64_t perKvHead = p.tilesPerKvHead();
   const int64_t rowsPerKvHead = p.group() * p.qLen;
   for (int64_t tile = begin; tile < end; ++tile) {
