@@ -7,7 +7,13 @@
 //
 // with either operand order in the products and the sum, and replaces it
 // with one kiln.rotary: the halves, the negation and the concat are never
-// materialized.
+// materialized. Partial rotary (GPT-NeoX's rotary_pct), which rotates the
+// first R of D elements and keeps the rest,
+//
+//   concat(rotary(x[..., :R], cos, sin), x[..., R:], axis = -1),
+//
+// becomes one kiln.rotary of x whose cos and sin are R wide: neither slice
+// nor the concat is materialized either.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/PatternUtils.h"
@@ -110,11 +116,42 @@ struct FuseRotary : public OpRewritePattern<AddOp> {
   }
 };
 
+/// concat(kiln.rotary(x[..., :R], cos, sin), x[..., R:]) on the last axis,
+/// each part used only there, as kiln.rotary(x, cos, sin).
+struct FusePartialRotary : public OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ConcatOp concat,
+                                PatternRewriter &rewriter) const override {
+    int64_t lastAxis = cast<RankedTensorType>(concat.getType()).getRank() - 1;
+    if (concat.getInputs().size() != 2 ||
+        static_cast<int64_t>(concat.getAxis()) != lastAxis)
+      return rewriter.notifyMatchFailure(concat,
+                                         "not two parts of the last axis");
+    auto rotary = singleUseProducer<RotaryOp>(concat.getInputs()[0]);
+    auto rotatedSlice =
+        rotary ? singleUseProducer<SliceOp>(rotary.getInput()) : SliceOp();
+    if (!rotatedSlice)
+      return rewriter.notifyMatchFailure(concat, "no rotary of a slice first");
+    Value x = rotatedSlice.getInput();
+    int64_t width = lastDim(x), rotated = rotary.getRotaryWidth();
+    if (ShapedType::isDynamic(width) || lastDim(concat) != width ||
+        lastDim(rotary) != rotated ||
+        !isSliceOfLastAxis(rotary.getInput(), x, width, 0, rotated) ||
+        !isSliceOfLastAxis(concat.getInputs()[1], x, width, rotated, width))
+      return rewriter.notifyMatchFailure(
+          concat, "not rotary(x[..., :R]) then x[..., R:]");
+    rewriter.replaceOpWithNewOp<RotaryOp>(concat, concat.getType(), x,
+                                          rotary.getCos(), rotary.getSin());
+    return success();
+  }
+};
+
 struct FuseRotaryEmbeddingsPass
     : public impl::KilnFuseRotaryEmbeddingsBase<FuseRotaryEmbeddingsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseRotary>(&getContext());
+    patterns.add<FuseRotary, FusePartialRotary>(&getContext());
     if (failed(applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -202,6 +202,12 @@ def KilnFuseRotaryEmbeddings : Pass<"kiln-fuse-rotary-embeddings", "mlir::func::
     the CPU backend computes in one loop that reads each element's partner
     in place of the halves, negation and concat.
 
+    Partial rotary (GPT-NeoX's `rotary_pct`), the rotary of the first R
+    elements of the last axis concatenated with the rest,
+    `concat(rotary(x[..., :R]), x[..., R:], axis = -1)`, then becomes one
+    `kiln.rotary` of `x` with R-wide `cos` and `sin`, which passes the
+    elements past R through.
+
     It does not fire when an intermediate (a product, the concat, the
     negation, a half) has another user, when the halves are not exactly the
     two halves of a static, even last axis, when `cos` or `sin` does not

@@ -181,3 +181,87 @@ func.func @not_rotary(%x: tensor<2x8xf32>, %cos: tensor<2x8xf32>, %sin: tensor<2
   %y3 = kiln.add %a3, %b3 : (tensor<2x?xf32>, tensor<2x?xf32>) -> tensor<2x?xf32>
   return %y0, %y1, %y2, %y3 : tensor<2x8xf32>, tensor<8x2xf32>, tensor<2x8xi64>, tensor<2x?xf32>
 }
+
+// -----
+
+// Tests GPT-NeoX's partial rotary (rotary_pct 0.5 of 16): the decomposed
+// rotary of x[..., :8] (its halves 4 wide), concatenated with x[..., 8:],
+// becomes one kiln.rotary of x with 8-wide cos and sin. No slice of x and
+// no concat remain.
+
+// CHECK-LABEL: func.func @partial
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x4x?x16xf32>, %[[COS:.+]]: tensor<?x1x?x8xf32>, %[[SIN:.+]]: tensor<?x1x?x8xf32>)
+//       CHECK: %[[Y:.+]] = kiln.rotary %[[X]], %[[COS]], %[[SIN]] : (tensor<?x4x?x16xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32>
+//   CHECK-NOT: kiln.slice
+//   CHECK-NOT: kiln.concat
+//       CHECK: return %[[Y]]
+func.func @partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %sin: tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32> {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+  %end = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %rot = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 3>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %pass = kiln.slice %x[%c8 : %end : %c1] {axes = array<i64: 3>} : (tensor<?x4x?x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x8xf32>
+  %a = kiln.mul %rot, %cos : (tensor<?x4x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %x2 = kiln.slice %rot[%c4 : %end : %c1] {axes = array<i64: 3>} : (tensor<?x4x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x4xf32>
+  %n = kiln.neg %x2 : tensor<?x4x?x4xf32>
+  %x1 = kiln.slice %rot[%c0 : %c4 : %c1] {axes = array<i64: 3>} : (tensor<?x4x?x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x4x?x4xf32>
+  %r = kiln.concat %n, %x1 {axis = 3 : i64} : (tensor<?x4x?x4xf32>, tensor<?x4x?x4xf32>) -> tensor<?x4x?x8xf32>
+  %b = kiln.mul %r, %sin : (tensor<?x4x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %y8 = kiln.add %a, %b : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %y = kiln.concat %y8, %pass {axis = 3 : i64} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a concat next to a rotary is absorbed only when it puts back
+// exactly the rest of the rotated tensor: the rest put first, a rest that
+// skips elements (x[..., 10:]), the rest of another tensor, a rotated slice
+// that does not start at 0, and a rotated slice that is also returned stay
+// a rotary of a slice and a concat.
+
+// CHECK-LABEL: func.func @partial_not_rest
+//   CHECK-COUNT-5: kiln.rotary %{{.+}}, %{{.+}}, %{{.+}} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+//   CHECK-NOT: kiln.rotary
+func.func @partial_not_rest(%x: tensor<2x16xf32>, %z: tensor<2x16xf32>, %cos: tensor<2x8xf32>, %sin: tensor<2x8xf32>)
+    -> (tensor<2x16xf32>, tensor<2x14xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x8xf32>) {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<1xi64>
+  %c10 = kiln.constant dense<10> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+
+  // The rest first.
+  %r0 = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %p0 = kiln.slice %x[%c8 : %c16 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %q0 = kiln.rotary %r0, %cos, %sin : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y0 = kiln.concat %p0, %q0 {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
+
+  // A rest that skips x[..., 8:10].
+  %r1 = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %p1 = kiln.slice %x[%c10 : %c16 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x6xf32>
+  %q1 = kiln.rotary %r1, %cos, %sin : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y1 = kiln.concat %q1, %p1 {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x6xf32>) -> tensor<2x14xf32>
+
+  // The rest of %z.
+  %r2 = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %p2 = kiln.slice %z[%c8 : %c16 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %q2 = kiln.rotary %r2, %cos, %sin : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y2 = kiln.concat %q2, %p2 {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
+
+  // The rotated slice is x[..., 2:10], the rest x[..., 8:].
+  %r3 = kiln.slice %x[%c2 : %c10 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %p3 = kiln.slice %x[%c8 : %c16 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %q3 = kiln.rotary %r3, %cos, %sin : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y3 = kiln.concat %q3, %p3 {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
+
+  // The rotated slice has another user.
+  %r4 = kiln.slice %x[%c0 : %c8 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %p4 = kiln.slice %x[%c8 : %c16 : %c1] {axes = array<i64: 1>} : (tensor<2x16xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<2x8xf32>
+  %q4 = kiln.rotary %r4, %cos, %sin : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y4 = kiln.concat %q4, %p4 {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
+  return %y0, %y1, %y2, %y3, %y4, %r4 : tensor<2x16xf32>, tensor<2x14xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x8xf32>
+}

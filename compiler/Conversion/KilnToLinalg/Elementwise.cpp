@@ -303,19 +303,23 @@ namespace {
 
 /// One linalg.generic over `op`'s result that reads `operands` broadcast to
 /// it (their sizes checked), then `extraInputs` with their own maps, and
-/// yields `body` of their elements.
+/// yields `body` of their elements. `readOperand`, when given, rewrites each
+/// operand's broadcastMap (by operand number).
 Value broadcastingGeneric(
     ConversionPatternRewriter &rewriter, Operation *op, ValueRange operands,
     ArrayRef<std::pair<Value, AffineMap>> extraInputs,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    function_ref<Value(OpBuilder &, Location, ValueRange)> body,
+    function_ref<AffineMap(unsigned, AffineMap)> readOperand = nullptr) {
   Location loc = op->getLoc();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   int64_t rank = resultType.getRank();
   SmallVector<Value> inputs(operands);
   SmallVector<AffineMap> maps;
-  for (Value operand : operands)
-    maps.push_back(lowering::broadcastMap(
-        cast<RankedTensorType>(operand.getType()), resultType));
+  for (auto [number, operand] : llvm::enumerate(operands)) {
+    AffineMap map = lowering::broadcastMap(
+        cast<RankedTensorType>(operand.getType()), resultType);
+    maps.push_back(readOperand ? readOperand(number, map) : map);
+  }
   for (auto [input, map] : extraInputs) {
     inputs.push_back(input);
     maps.push_back(map);
@@ -358,8 +362,10 @@ struct ElementwiseLowering : public ConversionPattern {
 };
 
 /// kiln.rotary as one broadcasting loop that reads the input twice: at the
-/// element, and at its partner in the other half of the last axis, index
-/// (j + D/2) mod D, which is negated in the first half.
+/// element j, and, for j < R, at its partner in the other half of the
+/// rotated part, index (j + R/2) mod R, which is negated in the first half.
+/// Past R (partial rotary) the element passes through; cos, sin and the
+/// partner are then read at j mod R, in bounds, and not used.
 struct RotaryLowering : public OpConversionPattern<RotaryOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -369,30 +375,47 @@ struct RotaryLowering : public OpConversionPattern<RotaryOp> {
     Value input = adaptor.getInput();
     auto inputType = cast<RankedTensorType>(input.getType());
     auto resultType = cast<RankedTensorType>(op.getType());
-    int64_t width = inputType.getShape().back(), half = width / 2;
-    // The verifier made the last dims all D, so the input's last map result
-    // is the loop over the result's last dim.
-    AffineMap map = lowering::broadcastMap(inputType, resultType);
-    SmallVector<AffineExpr> partner(map.getResults());
-    partner.back() = (partner.back() + half) % width;
-    AffineMap partnerMap = AffineMap::get(map.getNumDims(), 0, partner,
-                                          op.getContext());
+    int64_t width = inputType.getShape().back();
+    int64_t rotated = op.getRotaryWidth(), half = rotated / 2;
+    bool partial = rotated < width;
+    // The verifier made the input's last dim the result's, so its last map
+    // result is the loop over the result's last dim; cos and sin read that
+    // loop's index too, wrapped into their R.
+    auto wrapLast = [&](AffineMap map, int64_t shift) {
+      SmallVector<AffineExpr> exprs(map.getResults());
+      if (shift != 0 || partial)
+        exprs.back() = (exprs.back() + shift) % rotated;
+      return AffineMap::get(map.getNumDims(), 0, exprs, op.getContext());
+    };
+    AffineMap partnerMap =
+        wrapLast(lowering::broadcastMap(inputType, resultType), half);
     int64_t lastDim = resultType.getRank() - 1;
-    Value rotated = broadcastingGeneric(
+    Value result = broadcastingGeneric(
         rewriter, op, {input, adaptor.getCos(), adaptor.getSin()},
-        {{input, partnerMap}}, [&](OpBuilder &b, Location loc, ValueRange args) {
+        {{input, partnerMap}},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
           Value x = args[0], cos = args[1], sin = args[2], other = args[3];
           Value index = b.create<linalg::IndexOp>(loc, lastDim);
-          Value firstHalf = b.create<arith::CmpIOp>(
-              loc, arith::CmpIPredicate::ult, index,
-              b.create<arith::ConstantIndexOp>(loc, half));
+          auto below = [&](int64_t bound) {
+            return b.create<arith::CmpIOp>(
+                loc, arith::CmpIPredicate::ult, index,
+                b.create<arith::ConstantIndexOp>(loc, bound));
+          };
+          Value firstHalf = below(half);
           Value rotatedX = b.create<arith::SelectOp>(
               loc, firstHalf, b.create<arith::NegFOp>(loc, other), other);
-          return b.create<arith::AddFOp>(
-              loc, b.create<arith::MulFOp>(loc, x, cos),
-              b.create<arith::MulFOp>(loc, rotatedX, sin));
+          Value rotatedSin = b.create<arith::MulFOp>(loc, rotatedX, sin);
+          Value xCos = b.create<arith::MulFOp>(loc, x, cos);
+          Value value = b.create<arith::AddFOp>(loc, xCos, rotatedSin);
+          if (!partial)
+            return value;
+          Value inRotated = below(rotated);
+          return b.create<arith::SelectOp>(loc, inRotated, value, x);
+        },
+        [&](unsigned number, AffineMap map) {
+          return number == 0 ? map : wrapLast(map, 0);
         });
-    rewriter.replaceOp(op, rotated);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

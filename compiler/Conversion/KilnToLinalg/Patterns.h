@@ -123,7 +123,8 @@ mlir::Value broadcastTo(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value input, mlir::RankedTensorType resultType,
                         llvm::ArrayRef<mlir::OpFoldResult> sizes);
 /// Checks, for each operand, that every dynamic dim read through
-/// broadcastMap equals the result's size there. Operands are numbered from
+/// broadcastMap equals the result's size there (static against static is
+/// left to the op's verifier). Operands are numbered from
 /// `firstOperandNumber` in messages.
 void checkBroadcast(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                     mlir::ValueRange operands, mlir::RankedTensorType resultType,

@@ -221,18 +221,46 @@ LogicalResult LinearOp::verify() {
   return success();
 }
 
+int64_t RotaryOp::getRotaryWidth() { return shapeOf(getCos()).back(); }
+
 LogicalResult RotaryOp::verify() {
   ArrayRef<int64_t> input = shapeOf(getInput());
   if (input.empty() || ShapedType::isDynamic(input.back()) ||
-      input.back() <= 0 || input.back() % 2 != 0)
-    return emitOpError() << "needs a static, even, positive last dim to "
-                         << "rotate, got "
+      input.back() <= 0)
+    return emitOpError() << "needs a static, positive last dim, got "
                          << getInput().getType();
-  for (Value operand : {getCos(), getSin(), getResult()})
-    if (rankOf(operand) == 0 || shapeOf(operand).back() != input.back())
-      return emitOpError() << "cos, sin and the result must have the input's "
-                           << "last dim " << input.back() << ", got "
-                           << operand.getType();
+  int64_t width = input.back();
+  for (Value operand : {getCos(), getSin()}) {
+    ArrayRef<int64_t> shape = shapeOf(operand);
+    if (shape.empty() || ShapedType::isDynamic(shape.back()) ||
+        shape.back() <= 0 || shape.back() % 2 != 0 || shape.back() > width)
+      return emitOpError() << "cos and sin need a static, even, positive last "
+                           << "dim of at most the input's " << width
+                           << ", got " << operand.getType();
+  }
+  if (shapeOf(getSin()).back() != getRotaryWidth())
+    return emitOpError() << "cos and sin must rotate as many elements, got "
+                         << getCos().getType() << " and " << getSin().getType();
+  ArrayRef<int64_t> result = shapeOf(getResult());
+  if (result.empty() || result.back() != width)
+    return emitOpError() << "the result must have the input's last dim "
+                         << width << ", got " << getResult().getType();
+  // The other dims broadcast as in NumPy (the last is the input's).
+  SmallVector<int64_t> leading(input.drop_back());
+  for (Value operand : {getCos(), getSin()}) {
+    SmallVector<int64_t> broadcast;
+    if (!OpTrait::util::getBroadcastedShape(leading, shapeOf(operand).drop_back(),
+                                            broadcast))
+      return emitOpError() << "operands " << getInput().getType() << ", "
+                           << getCos().getType() << " and " << getSin().getType()
+                           << " do not broadcast";
+    leading = std::move(broadcast);
+  }
+  if (leading.size() + 1 != result.size() ||
+      failed(verifyCompatibleShape(leading, result.drop_back())))
+    return emitOpError() << "the result " << getResult().getType()
+                         << " is not the operands' broadcast shape "
+                         << formatShape(leading) << " and last dim " << width;
   return success();
 }
 

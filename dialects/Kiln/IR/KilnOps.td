@@ -257,24 +257,29 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Kiln_RotaryOp : Kiln_Op<"rotary", [Pure, ResultsBroadcastableShape,
+def Kiln_RotaryOp : Kiln_Op<"rotary", [Pure,
     AllElementTypesMatch<["input", "cos", "sin", "result"]>]> {
-  let summary = "rotary position embedding over the halves of the last axis";
+  let summary = "rotary position embedding over the first R of the last axis";
   let description = [{
-    Computes `input * cos + rotate_half(input) * sin`, where
-    `rotate_half(x)` is `concat(-x[..., D/2:], x[..., :D/2])` on the last
-    axis of size D (the GPT-NeoX / Llama layout, not GPT-J's interleaved
-    pairs). D is static and even, and `cos` and `sin` have it as their last
-    dim too; the other dims broadcast as in NumPy.
-    `kiln-fuse-rotary-embeddings` creates it from the decomposed form, which
-    the CPU backend then computes in one loop without materializing the
-    halves.
+    Rotates the first R elements of the last axis, where R is the last dim
+    of `cos` and `sin`, and passes the others through: with `x` those R
+    elements, `x * cos + rotate_half(x) * sin`, where `rotate_half(x)` is
+    `concat(-x[..., R/2:], x[..., :R/2])` (the GPT-NeoX / Llama layout, not
+    GPT-J's interleaved pairs). R is static, even and at most the input's
+    last dim D, which is static and the result's too. R < D is partial
+    rotary (GPT-NeoX's `rotary_pct`), which the exporters spell as the
+    rotary of a slice concatenated with the rest. The other dims broadcast
+    as in NumPy. `kiln-fuse-rotary-embeddings` creates it from the
+    decomposed form, which the CPU backend then computes in one loop without
+    materializing the halves, the slices or the concat.
 
     Example:
 
     ```mlir
     %q = kiln.rotary %x, %cos, %sin
         : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
+    %k = kiln.rotary %y, %cos, %sin
+        : (tensor<?x4x?x32xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x32xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$cos,
@@ -282,6 +287,10 @@ def Kiln_RotaryOp : Kiln_Op<"rotary", [Pure, ResultsBroadcastableShape,
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// R, the rotated elements at the start of the last axis.
+    int64_t getRotaryWidth();
   }];
   let hasVerifier = 1;
 }

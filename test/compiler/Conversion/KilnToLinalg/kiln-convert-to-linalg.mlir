@@ -2183,6 +2183,36 @@ func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: te
 
 // -----
 
+// Tests that a partial rotary (8 of 16 rotated) reads cos, sin and the
+// partner at the index wrapped into the rotated 8 (in bounds past them) and
+// passes the elements from 8 on through; the narrower cos and sin are not
+// checked against the result's last dim.
+
+// CHECK-LABEL: func.func @rotary_partial
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>, %[[COS:[a-zA-Z0-9_]+]]: tensor<?x1x?x8xf32>, %[[SIN:[a-zA-Z0-9_]+]]: tensor<?x1x?x8xf32>)
+// CHECK-NOT: operand 1 dim 3
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3 mod 8)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3 mod 8)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, (d3 + 4) mod 8)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-SAME: ins(%[[X]], %[[COS]], %[[SIN]], %[[X]] :
+// CHECK-NEXT: ^bb0(%[[XV:.+]]: f32, %[[C:.+]]: f32, %[[S:.+]]: f32, %[[P:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[J:.+]] = linalg.index 3 : index
+// CHECK-NEXT: %[[HALF:.+]] = arith.constant 4 : index
+// CHECK-NEXT: %[[FIRST:.+]] = arith.cmpi ult, %[[J]], %[[HALF]] : index
+// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[P]] : f32
+// CHECK-NEXT: %[[ROT:.+]] = arith.select %[[FIRST]], %[[NEG]], %[[P]] : f32
+// CHECK-NEXT: %[[RS:.+]] = arith.mulf %[[ROT]], %[[S]] : f32
+// CHECK-NEXT: %[[XC:.+]] = arith.mulf %[[XV]], %[[C]] : f32
+// CHECK-NEXT: %[[Y:.+]] = arith.addf %[[XC]], %[[RS]] : f32
+// CHECK-NEXT: %[[R:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[ROTATED:.+]] = arith.cmpi ult, %[[J]], %[[R]] : index
+// CHECK-NEXT: %[[OUT:.+]] = arith.select %[[ROTATED]], %[[Y]], %[[XV]] : f32
+// CHECK-NEXT: linalg.yield %[[OUT]] : f32
+func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %sin: tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32> {
+  %y = kiln.rotary %x, %cos, %sin : (tensor<?x4x?x16xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
 // Tests that each activation reaches the kernel as its Activation value,
 // which the runtime reads as its GemmActivation: relu 1, gelu 2,
 // gelu_tanh 3, silu 4, as the tenth argument (an arith.constant, which the

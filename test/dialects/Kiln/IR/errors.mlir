@@ -1111,10 +1111,10 @@ func.func @linear_activation(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tenso
 
 // -----
 
-// Tests that rotary needs a static, even, positive last dim to split in
-// halves.
+// Tests that rotary needs a static, positive last dim, and cos and sin an
+// even one no wider.
 func.func @rotary_odd(%x: tensor<2x7xf32>, %cs: tensor<2x7xf32>) -> tensor<2x7xf32> {
-  // expected-error @+1 {{'kiln.rotary' op needs a static, even, positive last dim to rotate, got 'tensor<2x7xf32>'}}
+  // expected-error @+1 {{'kiln.rotary' op cos and sin need a static, even, positive last dim of at most the input's 7, got 'tensor<2x7xf32>'}}
   %y = kiln.rotary %x, %cs, %cs : (tensor<2x7xf32>, tensor<2x7xf32>, tensor<2x7xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
 }
@@ -1122,19 +1122,62 @@ func.func @rotary_odd(%x: tensor<2x7xf32>, %cs: tensor<2x7xf32>) -> tensor<2x7xf
 // -----
 
 func.func @rotary_empty(%x: tensor<2x0xf32>) -> tensor<2x0xf32> {
-  // expected-error @+1 {{'kiln.rotary' op needs a static, even, positive last dim to rotate, got 'tensor<2x0xf32>'}}
+  // expected-error @+1 {{'kiln.rotary' op needs a static, positive last dim, got 'tensor<2x0xf32>'}}
   %y = kiln.rotary %x, %x, %x : (tensor<2x0xf32>, tensor<2x0xf32>, tensor<2x0xf32>) -> tensor<2x0xf32>
   return %y : tensor<2x0xf32>
 }
 
 // -----
 
-// Tests that rotary's cos and sin have the input's last dim (they do not
-// broadcast along it).
+// Tests that rotary's cos and sin do not broadcast along the last axis.
 func.func @rotary_cos(%x: tensor<2x8xf32>, %cos: tensor<2x1xf32>, %sin: tensor<2x8xf32>) -> tensor<2x8xf32> {
-  // expected-error @+1 {{'kiln.rotary' op cos, sin and the result must have the input's last dim 8, got 'tensor<2x1xf32>'}}
+  // expected-error @+1 {{'kiln.rotary' op cos and sin need a static, even, positive last dim of at most the input's 8, got 'tensor<2x1xf32>'}}
   %y = kiln.rotary %x, %cos, %sin : (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that a partial rotary's cos is no wider than the input.
+func.func @rotary_wide_cos(%x: tensor<2x8xf32>, %cs: tensor<2x10xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'kiln.rotary' op cos and sin need a static, even, positive last dim of at most the input's 8, got 'tensor<2x10xf32>'}}
+  %y = kiln.rotary %x, %cs, %cs : (tensor<2x8xf32>, tensor<2x10xf32>, tensor<2x10xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that cos and sin rotate as many elements.
+func.func @rotary_sin_width(%x: tensor<2x8xf32>, %cos: tensor<2x4xf32>, %sin: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'kiln.rotary' op cos and sin must rotate as many elements, got 'tensor<2x4xf32>' and 'tensor<2x8xf32>'}}
+  %y = kiln.rotary %x, %cos, %sin : (tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Tests that the result keeps the input's last dim, even when partial.
+func.func @rotary_result_width(%x: tensor<2x8xf32>, %cs: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'kiln.rotary' op the result must have the input's last dim 8, got 'tensor<2x4xf32>'}}
+  %y = kiln.rotary %x, %cs, %cs : (tensor<2x8xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// Tests that the other dims broadcast as in NumPy, and make the result's.
+func.func @rotary_broadcast(%x: tensor<2x8xf32>, %cs: tensor<3x4xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'kiln.rotary' op operands 'tensor<2x8xf32>', 'tensor<3x4xf32>' and 'tensor<3x4xf32>' do not broadcast}}
+  %y = kiln.rotary %x, %cs, %cs : (tensor<2x8xf32>, tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @rotary_result_shape(%x: tensor<2x8xf32>, %cs: tensor<1x4xf32>) -> tensor<5x8xf32> {
+  // expected-error @+1 {{'kiln.rotary' op the result 'tensor<5x8xf32>' is not the operands' broadcast shape [2] and last dim 8}}
+  %y = kiln.rotary %x, %cs, %cs : (tensor<2x8xf32>, tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<5x8xf32>
+  return %y : tensor<5x8xf32>
 }
 
 // -----

@@ -544,6 +544,18 @@ func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: te
 
 // -----
 
+// Tests that a partial rotary (cos and sin 8 wide on a 16-wide input)
+// round-trips.
+
+// CHECK-LABEL: func.func @rotary_partial
+// CHECK: kiln.rotary %{{.+}}, %{{.+}}, %{{.+}} : (tensor<?x4x?x16xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32>
+func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %sin: tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32> {
+  %y = kiln.rotary %x, %cos, %sin : (tensor<?x4x?x16xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x16xf32>
+  return %y : tensor<?x4x?x16xf32>
+}
+
+// -----
+
 // Tests that paged_attention round-trips with its pool, tables, lengths,
 // padded past width and a bias.
 
