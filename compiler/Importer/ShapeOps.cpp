@@ -219,6 +219,44 @@ LogicalResult importConcat(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// The sizes of Split's parts: listed (an attribute, or a constant input
+/// since opset 13), or opset 18's num_outputs parts of ceil(dim / n), the
+/// last smaller, or else an even split.
+FailureOr<SmallVector<int64_t>> splitSizes(ImportContext &ctx, const onnx::NodeProto &node,
+                                           RankedTensorType type, int64_t axis) {
+  int64_t parts = node.output_size();
+  auto listed = ctx.intsAttrOrConstantInput(node, 1, "split", /*inputSince=*/13,
+                                            "kiln.split takes its sizes at compile time");
+  if (failed(listed))
+    return failure();
+  if (*listed) {
+    if (static_cast<int64_t>((*listed)->size()) != parts)
+      return ctx.error(node) << "'split' has " << (*listed)->size()
+                             << " sizes but the node has " << parts << " outputs";
+    return **listed;
+  }
+  auto numOutputs = ctx.intAttr(node, "num_outputs", 0);
+  if (failed(numOutputs))
+    return failure();
+  if (*numOutputs && *numOutputs != parts)
+    return ctx.error(node) << "num_outputs is " << *numOutputs << " but the node has "
+                           << parts << " outputs";
+  int64_t dim = type.getDimSize(axis);
+  if (ShapedType::isDynamic(dim))
+    return ctx.error(node) << "a split without sizes needs a static axis size, got "
+                           << type;
+  int64_t part = *numOutputs ? (dim + parts - 1) / parts : dim / parts;
+  if (!*numOutputs && dim % parts != 0)
+    return ctx.error(node) << "axis of size " << dim << " does not split evenly into "
+                           << parts << " outputs";
+  if (part * (parts - 1) >= dim && parts > 1)
+    return ctx.error(node) << "axis of size " << dim << " cannot split into "
+                           << parts << " non-empty parts of " << part;
+  SmallVector<int64_t> sizes(parts, part);
+  sizes.back() = dim - part * (parts - 1);
+  return sizes;
+}
+
 LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   auto axisAttr = ctx.intAttr(node, "axis", 0);
@@ -229,38 +267,27 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
   if (failed(axis))
     return failure();
   int64_t parts = node.output_size();
+  // Sizes computed at run time (an input since opset 13): kiln.split reads
+  // them from its operand and checks them, and each part's size along the
+  // axis is dynamic.
+  Value computed;
   SmallVector<int64_t> sizes;
-  auto listed = ctx.intsAttrOrConstantInput(
-      node, 1, "split", /*inputSince=*/13, "kiln.split takes its sizes at compile time");
-  if (failed(listed))
-    return failure();
-  if (*listed) {
-    sizes = **listed;
-    if (static_cast<int64_t>(sizes.size()) != parts)
-      return ctx.error(node) << "'split' has " << sizes.size() << " sizes but the node has "
-                             << parts << " outputs";
-  } else {
-    // Opset 18's num_outputs splits into ceil(dim / n)-sized parts, the last
-    // smaller; without it the split must be even.
-    auto numOutputs = ctx.intAttr(node, "num_outputs", 0);
-    if (failed(numOutputs))
+  if (ctx.opset() >= 13 && ctx.input(node, 1) && !ctx.isConstantInput(node, 1)) {
+    computed = ctx.input(node, 1);
+    auto length = ctx.staticLength(node, computed, "split");
+    if (failed(length))
       return failure();
-    if (*numOutputs && *numOutputs != parts)
-      return ctx.error(node) << "num_outputs is " << *numOutputs << " but the node has "
+    if (!tensorType(computed).getElementType().isInteger(64))
+      return ctx.error(node) << "'split' must be int64, got " << computed.getType();
+    if (*length != parts)
+      return ctx.error(node) << "'split' has " << *length << " sizes but the node has "
                              << parts << " outputs";
-    int64_t dim = type.getDimSize(*axis);
-    if (ShapedType::isDynamic(dim))
-      return ctx.error(node) << "a split without sizes needs a static axis size, got "
-                             << type;
-    int64_t part = *numOutputs ? (dim + parts - 1) / parts : dim / parts;
-    if (!*numOutputs && dim % parts != 0)
-      return ctx.error(node) << "axis of size " << dim << " does not split evenly into "
-                             << parts << " outputs";
-    if (part * (parts - 1) >= dim && parts > 1)
-      return ctx.error(node) << "axis of size " << dim << " cannot split into "
-                             << parts << " non-empty parts of " << part;
-    sizes.assign(parts, part);
-    sizes.back() = dim - part * (parts - 1);
+    sizes.assign(parts, ShapedType::kDynamic);
+  } else {
+    auto known = splitSizes(ctx, node, type, *axis);
+    if (failed(known))
+      return failure();
+    sizes = std::move(*known);
   }
   SmallVector<Type> resultTypes;
   for (auto [i, size] : llvm::enumerate(sizes)) {
@@ -269,7 +296,7 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
     resultTypes.push_back(ctx.resultType(node, i, type.getElementType(), shape));
   }
   auto split = ctx.builder().create<SplitOp>(
-      ctx.loc(node), resultTypes, *x, ctx.builder().getI64IntegerAttr(*axis),
+      ctx.loc(node), resultTypes, *x, computed, ctx.builder().getI64IntegerAttr(*axis),
       ctx.builder().getDenseI64ArrayAttr(sizes));
   for (auto [i, result] : llvm::enumerate(split.getResults()))
     ctx.setOutput(node, i, result);

@@ -234,6 +234,9 @@ struct ConcatLowering : public OpConversionPattern<ConcatOp> {
   }
 };
 
+/// kiln.split as one extract_slice per result. Computed sizes are read from
+/// their operand, each checked non-negative and against what the result
+/// type says, and their sum against the axis.
 struct SplitLowering : public OpConversionPattern<SplitOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -241,26 +244,37 @@ struct SplitLowering : public OpConversionPattern<SplitOp> {
   matchAndRewrite(SplitOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    IndexMath m{rewriter, loc};
     int64_t axis = op.getAxis();
     SmallVector<OpFoldResult> sizes = sizesOf(rewriter, loc, adaptor.getInput());
     SmallVector<OpFoldResult> offsets(sizes.size(), rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> strides(sizes.size(), rewriter.getIndexAttr(1));
-    int64_t total = 0;
-    for (int64_t size : op.getSizes())
-      total += size;
-    checkSameSize(rewriter, loc, op, sizes[axis], rewriter.getIndexAttr(total),
+    SmallVector<OpFoldResult> parts;
+    for (auto [i, size] : llvm::enumerate(op.getSizes())) {
+      if (!op.getSplitSizes()) {
+        parts.push_back(rewriter.getIndexAttr(size));
+        continue;
+      }
+      Value part = shapeEntry(rewriter, loc, op.getSplitSizes(), i);
+      check(rewriter, loc, op, m.le(m.c(0), part),
+            "split size " + Twine(i) + " is negative");
+      parts.push_back(part);
+    }
+    OpFoldResult total = rewriter.getIndexAttr(0);
+    for (OpFoldResult part : parts)
+      total = m.foldedAdd(total, part);
+    checkSameSize(rewriter, loc, op, sizes[axis], total,
                   "the split sizes do not add up to dim " + Twine(axis));
     SmallVector<Value> results;
-    int64_t offset = 0;
-    for (auto [size, result] : llvm::zip(op.getSizes(), op.getResults())) {
-      offsets[axis] = rewriter.getIndexAttr(offset);
-      sizes[axis] = rewriter.getIndexAttr(size);
+    for (auto [i, result] : llvm::enumerate(op.getResults())) {
+      if (i > 0)
+        offsets[axis] = m.foldedAdd(offsets[axis], parts[i - 1]);
+      sizes[axis] = parts[i];
       checkResultSizes(rewriter, loc, op, cast<RankedTensorType>(result.getType()),
                        sizes, "result " + Twine(results.size()));
       results.push_back(extractSlice(rewriter, loc, adaptor.getInput(), offsets,
                                      sizes, strides,
                                      cast<RankedTensorType>(result.getType())));
-      offset += size;
     }
     rewriter.replaceOp(op, results);
     return success();

@@ -10,6 +10,8 @@
 #include "compiler/Conversion/UkernelCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -76,6 +78,19 @@ struct IndexMath {
   /// A divisor that is never zero: invalid zero steps read as 1 instead of
   /// trapping.
   mlir::Value nonZero(mlir::Value x) { return select(eq(x, c(0)), c(1), x); }
+  /// x + y, a constant when both are, and no op when one is 0.
+  mlir::OpFoldResult foldedAdd(mlir::OpFoldResult x, mlir::OpFoldResult y) {
+    std::optional<int64_t> cx = mlir::getConstantIntValue(x);
+    std::optional<int64_t> cy = mlir::getConstantIntValue(y);
+    if (cx && cy)
+      return b.getIndexAttr(*cx + *cy);
+    if (cx == 0)
+      return y;
+    if (cy == 0)
+      return x;
+    return add(mlir::getValueOrCreateConstantIndexOp(b, loc, x),
+               mlir::getValueOrCreateConstantIndexOp(b, loc, y));
+  }
 };
 
 /// The element `index` of an integer index tensor as an index into a data

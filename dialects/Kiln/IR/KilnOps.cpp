@@ -550,18 +550,35 @@ LogicalResult SplitOp::verify() {
   if (sizes.size() != getNumResults())
     return emitOpError() << "has " << sizes.size() << " sizes but "
                          << getNumResults() << " results";
+  if (Value computed = getSplitSizes()) {
+    int64_t length = shapeOf(computed)[0];
+    if (!ShapedType::isDynamic(length) &&
+        length != static_cast<int64_t>(getNumResults()))
+      return emitOpError() << "has " << length << " computed sizes but "
+                           << getNumResults() << " results";
+  }
+  Type elementType = getElementTypeOrSelf(getInput());
+  for (Value result : getResults())
+    if (getElementTypeOrSelf(result) != elementType)
+      return emitOpError() << "results must have the input's element type "
+                           << elementType << ", got " << result.getType();
   int64_t total = 0;
+  bool allStatic = true;
   for (auto [size, result] : llvm::zip(sizes, getResults())) {
-    if (size < 0)
+    if (ShapedType::isDynamic(size) && !getSplitSizes())
+      return emitOpError() << "has a size known only at run time but no "
+                           << "computed sizes";
+    if (!ShapedType::isDynamic(size) && size < 0)
       return emitOpError() << "split sizes must be non-negative, got " << size;
-    total += size;
+    allStatic &= !ShapedType::isDynamic(size);
+    total += ShapedType::isDynamic(size) ? 0 : size;
     SmallVector<int64_t> expected(input);
     expected[getAxis()] = size;
     if (failed(verifyResultShape(*this, expected, result)))
       return failure();
   }
   int64_t dim = input[getAxis()];
-  if (!ShapedType::isDynamic(dim) && dim != total)
+  if (allStatic && !ShapedType::isDynamic(dim) && dim != total)
     return emitOpError() << "split sizes add up to " << total
                          << " but the axis has size " << dim;
   return success();

@@ -568,22 +568,32 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, SameOperandsAndResultElementType]> 
   let hasFolder = 1;
 }
 
-def Kiln_SplitOp : Kiln_Op<"split", [Pure, SameOperandsAndResultElementType]> {
+def Kiln_SplitOp : Kiln_Op<"split", [Pure]> {
   let summary = "cuts a tensor into pieces along one axis";
   let description = [{
     Splits the input along `axis` into one result per entry of `sizes`. The
-    sizes add up to the input's dimension.
+    sizes add up to the input's dimension. When the sizes are computed at
+    run time, they come as the 1-D i64 operand `split_sizes` (one entry per
+    result), and `sizes` holds what is known at compile time: a size, or
+    ShapedType::kDynamic (printed as a large negative number) where only the
+    operand knows. The run then checks that they are non-negative and add
+    up to the dimension.
 
     Example:
 
     ```mlir
     %q, %k, %v = kiln.split %qkv {axis = 2 : i64, sizes = array<i64: 64, 64, 64>}
         : (tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>)
+    %a, %b = kiln.split %x sizes %n {axis = 0 : i64, sizes = array<i64: -9223372036854775808, -9223372036854775808>}
+        : (tensor<6xf32>, tensor<2xi64>) -> (tensor<?xf32>, tensor<?xf32>)
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let arguments = (ins Kiln_Tensor:$input, Optional<Kiln_ShapeTensor>:$split_sizes,
+                   I64Attr:$axis, DenseI64ArrayAttr:$sizes);
   let results = (outs Variadic<Kiln_Tensor>:$results);
-  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input (`sizes` $split_sizes^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -1209,6 +1209,32 @@ func.func @split(%x: tensor<?x6xf32>) -> (tensor<4x2xf32>, tensor<?x4xf32>) {
 
 // -----
 
+// Tests that split by sizes computed at run time reads each size from its
+// operand, checks it is not negative and that they add up to the axis, and
+// slices at the running sum of the sizes before.
+
+// CHECK-LABEL: func.func @split_computed
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<4x6xf32>, %[[N:[a-zA-Z0-9_]+]]: tensor<2xi64>)
+// CHECK: %[[E0:.+]] = tensor.extract %[[N]][%{{.+}}] : tensor<2xi64>
+// CHECK: %[[N0:.+]] = arith.index_cast %[[E0]] : i64 to index
+// CHECK: cf.assert %{{.+}}, "kiln.split: split size 0 is negative"
+// CHECK: %[[E1:.+]] = tensor.extract %[[N]][%{{.+}}] : tensor<2xi64>
+// CHECK: %[[N1:.+]] = arith.index_cast %[[E1]] : i64 to index
+// CHECK: cf.assert %{{.+}}, "kiln.split: split size 1 is negative"
+// CHECK: %[[SUM:.+]] = arith.addi %[[N0]], %[[N1]] : index
+// CHECK: %[[OK:.+]] = arith.cmpi eq, %{{.+}}, %[[SUM]] : index
+// CHECK: cf.assert %[[OK]], "kiln.split: the split sizes do not add up to dim 1"
+// CHECK: %[[A:.+]] = tensor.extract_slice %[[X]][0, 0] [4, %[[N0]]] [1, 1] : tensor<4x6xf32> to tensor<4x?xf32>
+// CHECK: %[[B:.+]] = tensor.extract_slice %[[X]][0, %[[N0]]] [4, %[[N1]]] [1, 1] : tensor<4x6xf32> to tensor<4x?xf32>
+// CHECK: return %[[A]], %[[B]]
+func.func @split_computed(%x: tensor<4x6xf32>, %n: tensor<2xi64>) -> (tensor<4x?xf32>, tensor<4x?xf32>) {
+  %a, %b = kiln.split %x sizes %n {axis = 1 : i64, sizes = array<i64: -9223372036854775808, -9223372036854775808>}
+      : (tensor<4x6xf32>, tensor<2xi64>) -> (tensor<4x?xf32>, tensor<4x?xf32>)
+  return %a, %b : tensor<4x?xf32>, tensor<4x?xf32>
+}
+
+// -----
+
 // Tests that a slice whose steps are constant and positive is a
 // tensor.extract_slice with the constant stride: negative starts/ends wrap
 // by the size, both are clamped into [0, size], and the count is

@@ -557,6 +557,33 @@ func.func @split_sizes_sum(%x: tensor<?x?x192xf32>) -> (tensor<?x?x64xf32>, tens
 
 // -----
 
+// Tests that split's results keep the input's element type.
+func.func @split_element_type(%x: tensor<4x6xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>) {
+  // expected-error @+1 {{'kiln.split' op results must have the input's element type 'f32', got 'tensor<4x3xi64>'}}
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: 3, 3>} : (tensor<4x6xf32>) -> (tensor<4x3xf32>, tensor<4x3xi64>)
+  return %a, %b : tensor<4x3xf32>, tensor<4x3xi64>
+}
+
+// -----
+
+// Tests that a size known only at run time needs the computed sizes.
+func.func @split_dynamic_size(%x: tensor<4x6xf32>) -> (tensor<4x?xf32>, tensor<4x2xf32>) {
+  // expected-error @+1 {{'kiln.split' op has a size known only at run time but no computed sizes}}
+  %a, %b = kiln.split %x {axis = 1 : i64, sizes = array<i64: -9223372036854775808, 2>} : (tensor<4x6xf32>) -> (tensor<4x?xf32>, tensor<4x2xf32>)
+  return %a, %b : tensor<4x?xf32>, tensor<4x2xf32>
+}
+
+// -----
+
+// Tests that the computed sizes have one entry per result.
+func.func @split_computed_length(%x: tensor<4x6xf32>, %n: tensor<3xi64>) -> (tensor<4x?xf32>, tensor<4x?xf32>) {
+  // expected-error @+1 {{'kiln.split' op has 3 computed sizes but 2 results}}
+  %a, %b = kiln.split %x sizes %n {axis = 1 : i64, sizes = array<i64: -9223372036854775808, -9223372036854775808>} : (tensor<4x6xf32>, tensor<3xi64>) -> (tensor<4x?xf32>, tensor<4x?xf32>)
+  return %a, %b : tensor<4x?xf32>, tensor<4x?xf32>
+}
+
+// -----
+
 // Tests that each split result has its size along the axis.
 func.func @split_result_shape(%x: tensor<?x192xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>) {
   // expected-error @+1 {{'kiln.split' op result type 'tensor<?x64xf32>' does not match the expected shape [?, 128]}}

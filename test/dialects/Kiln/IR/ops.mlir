@@ -337,6 +337,19 @@ func.func @concat_split(%past: tensor<?x4x?x16xf32>, %new: tensor<?x4x1x16xf32>,
 
 // -----
 
+// Tests that split round-trips with sizes computed at run time: the operand
+// after `sizes`, and kDynamic where the attribute does not know a size.
+
+// CHECK-LABEL: func.func @split_computed
+// CHECK: kiln.split %{{.+}} sizes %{{.+}} {axis = 1 : i64, sizes = array<i64: -9223372036854775808, 2>} : (tensor<4x6xf32>, tensor<2xi64>) -> (tensor<4x?xf32>, tensor<4x2xf32>)
+func.func @split_computed(%x: tensor<4x6xf32>, %n: tensor<2xi64>) -> (tensor<4x?xf32>, tensor<4x2xf32>) {
+  %a, %b = kiln.split %x sizes %n {axis = 1 : i64, sizes = array<i64: -9223372036854775808, 2>}
+      : (tensor<4x6xf32>, tensor<2xi64>) -> (tensor<4x?xf32>, tensor<4x2xf32>)
+  return %a, %b : tensor<4x?xf32>, tensor<4x2xf32>
+}
+
+// -----
+
 // Tests that slice and gather round-trip with their bracketed operands.
 
 // CHECK-LABEL: func.func @slice_gather
