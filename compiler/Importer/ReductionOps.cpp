@@ -59,26 +59,82 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
 
 /// The axis must be known at compile time: it decides which dimension the
 /// generated loop scans.
+/// CumSum along an axis computed at run time: the scan along every axis,
+/// the one the axis names picked by where, after a kiln.assert that it names
+/// one. Rank-many scans where one is used, but a computed axis is rare (the
+/// exporters write constants), and the op stays one kiln.cumsum otherwise.
+Value computedAxisCumSum(ImportContext &ctx, const onnx::NodeProto &node, Value x,
+                         Value axis, UnitAttr exclusive, UnitAttr reverse) {
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc(node);
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  Type i64 = b.getI64Type();
+  auto scalarType = RankedTensorType::get({}, i64);
+  auto boolScalar = RankedTensorType::get({}, b.getI1Type());
+  // A 0-d i64 axis, from int32 or int64, 0-d or of one element.
+  auto axisType = cast<RankedTensorType>(axis.getType());
+  if (axisType.getElementType() != i64)
+    axis = b.create<CastOp>(loc, axisType.clone(i64), axis);
+  if (axisType.getRank() != 0)
+    axis = b.create<ReshapeOp>(loc, scalarType, axis, ctx.i64List(loc, {}), false);
+  auto compare = [&](ComparePredicate predicate, Value lhs, Value rhs) {
+    return b.create<CompareOp>(loc, boolScalar, predicate, lhs, rhs).getResult();
+  };
+  Value zero = ctx.scalar(loc, i64, 0), rankValue = ctx.scalar(loc, i64, rank);
+  Value wrapped = b.create<AddOp>(loc, scalarType, axis, rankValue);
+  axis = b.create<WhereOp>(loc, scalarType, compare(ComparePredicate::lt, axis, zero),
+                           wrapped, axis);
+  Value inRange = b.create<AndOp>(loc, boolScalar,
+                                  compare(ComparePredicate::ge, axis, zero),
+                                  compare(ComparePredicate::lt, axis, rankValue));
+  b.create<AssertOp>(loc, inRange,
+                     b.getStringAttr("the axis is out of range for rank " + Twine(rank)));
+  Value result;
+  for (int64_t a = rank - 1; a >= 0; --a) {
+    Value scan = b.create<CumSumOp>(loc, type, x, b.getI64IntegerAttr(a), exclusive, reverse);
+    result = result ? b.create<WhereOp>(loc, type,
+                                        compare(ComparePredicate::eq, axis,
+                                                ctx.scalar(loc, i64, a)),
+                                        scan, result)
+                            .getResult()
+                    : scan;
+  }
+  return result;
+}
+
 LogicalResult importCumSum(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
+  auto axisInput = ctx.requiredInput(node, 1);
   auto exclusive = ctx.intAttr(node, "exclusive", 0);
   auto reverse = ctx.intAttr(node, "reverse", 0);
-  if (failed(x) || failed(exclusive) || failed(reverse))
+  if (failed(x) || failed(axisInput) || failed(exclusive) || failed(reverse))
     return failure();
-  auto axisValues = ctx.constantInts(node, 1, "axis",
-                                     "it decides which dimension the scan runs along");
+  OpBuilder &b = ctx.builder();
+  UnitAttr exclusiveAttr = *exclusive ? b.getUnitAttr() : UnitAttr();
+  UnitAttr reverseAttr = *reverse ? b.getUnitAttr() : UnitAttr();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!ctx.isConstantInput(node, 1)) {
+    auto axisType = cast<RankedTensorType>(axisInput->getType());
+    Type element = axisType.getElementType();
+    if (!axisType.hasStaticShape() || axisType.getNumElements() != 1 ||
+        axisType.getRank() > 1 || !(element.isInteger(32) || element.isInteger(64)) ||
+        type.getRank() == 0)
+      return ctx.error(node) << "axis must be one int32 or int64, got " << axisType;
+    ctx.setOutput(node, 0,
+                  computedAxisCumSum(ctx, node, *x, *axisInput, exclusiveAttr, reverseAttr));
+    return success();
+  }
+  auto axisValues = ctx.constantInts(node, 1, "axis", "read only when constant");
   if (failed(axisValues))
     return failure();
   if (axisValues->size() != 1)
     return ctx.error(node) << "axis must hold one value, got " << axisValues->size();
-  auto type = cast<RankedTensorType>(x->getType());
   auto axis = ctx.normalizeAxis(node, axisValues->front(), type.getRank());
   if (failed(axis))
     return failure();
-  OpBuilder &b = ctx.builder();
   auto op = b.create<CumSumOp>(ctx.loc(node), type, *x, b.getI64IntegerAttr(*axis),
-                               *exclusive ? b.getUnitAttr() : UnitAttr(),
-                               *reverse ? b.getUnitAttr() : UnitAttr());
+                               exclusiveAttr, reverseAttr);
   ctx.setOutput(node, 0, op);
   return success();
 }
@@ -122,7 +178,8 @@ LogicalResult importTopK(ImportContext &ctx, const onnx::NodeProto &node) {
   Value x = (*operands)[0], k = (*operands)[1];
   auto type = cast<RankedTensorType>(x.getType());
   auto kType = cast<RankedTensorType>(k.getType());
-  if (!kType.getElementType().isInteger(64) || kType.getNumElements() != 1)
+  if (!kType.getElementType().isInteger(64) || !kType.hasStaticShape() ||
+      kType.getNumElements() != 1)
     return ctx.error(node) << "k must be a one-element int64 tensor, got " << kType;
   auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
   if (failed(axis))

@@ -815,6 +815,22 @@ Value sizeAsI64(OpBuilder &b, Location loc, OpFoldResult size) {
                                       indexValue(b, loc, size));
 }
 
+/// kiln.assert as a cf.assert of its condition's one element, with the
+/// node's name before the message.
+struct AssertLowering : public OpConversionPattern<AssertOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(AssertOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value holds = rewriter.create<tensor::ExtractOp>(op.getLoc(), adaptor.getCondition(),
+                                                     ValueRange{});
+    check(rewriter, op.getLoc(), op, holds, op.getMessage());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct ShapeOfLowering : public OpConversionPattern<ShapeOfOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -865,8 +881,8 @@ void populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
                TransposeLowering, ConcatLowering, SplitLowering, SliceLowering,
                GatherLowering, GatherElementsLowering, GatherNdLowering, CumSumLowering,
                ExpandLowering, TileLowering, TriluLowering,
-               RangeLowering, ConstantLowering, ShapeOfLowering, DimLowering,
-               SizeLowering, PadLowering>(patterns.getContext());
+               RangeLowering, ConstantLowering, AssertLowering, ShapeOfLowering,
+               DimLowering, SizeLowering, PadLowering>(patterns.getContext());
 }
 
 } // namespace kiln

@@ -971,6 +971,26 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure,
   let hasFolder = 1;
 }
 
+def Kiln_AssertOp : Kiln_Op<"assert", [MemoryEffects<[MemWrite]>]> {
+  let summary = "ends the run with an error unless a condition holds";
+  let description = [{
+    Checks at run time that the 0-d i1 `condition` is true; otherwise the
+    run ends with an error that names the op's ONNX node (its location) and
+    says `message`. The importer emits it where it builds an ONNX op out of
+    others and must check what the op itself would: a CumSum axis computed
+    at run time must name a dimension, for one. It has a side effect, so
+    nothing removes it for having no users.
+
+    Example:
+
+    ```mlir
+    kiln.assert %ok, "the axis is out of range" : tensor<i1>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I1]>:$condition, StrAttr:$message);
+  let assemblyFormat = "$condition `,` $message attr-dict `:` type($condition)";
+}
+
 def Kiln_ShapeOfOp : Kiln_Op<"shape_of", [Pure]> {
   let summary = "the dimensions of a tensor, as a 1-D i64 tensor";
   let description = [{

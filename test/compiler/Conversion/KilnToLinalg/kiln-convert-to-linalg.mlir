@@ -2299,3 +2299,17 @@ func.func @paged_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %
       : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Tests that assert becomes a cf.assert of its condition's element, its
+// message after the op's name.
+
+// CHECK-LABEL: func.func @assert
+// CHECK-SAME: (%[[OK:[a-zA-Z0-9_]+]]: tensor<i1>)
+// CHECK: %[[HOLDS:.+]] = tensor.extract %[[OK]][] : tensor<i1>
+// CHECK: cf.assert %[[HOLDS]], "kiln.assert: the axis is out of range"
+func.func @assert(%ok: tensor<i1>) {
+  kiln.assert %ok, "the axis is out of range" : tensor<i1>
+  return
+}

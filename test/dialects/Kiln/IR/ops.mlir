@@ -581,3 +581,14 @@ func.func @paged_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %
       : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Tests that assert round-trips with its message.
+
+// CHECK-LABEL: func.func @assert
+// CHECK: kiln.assert %{{.+}}, "the axis is out of range" : tensor<i1>
+func.func @assert(%ok: tensor<i1>) {
+  kiln.assert %ok, "the axis is out of range" : tensor<i1>
+  return
+}
