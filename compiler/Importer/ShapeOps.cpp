@@ -9,6 +9,8 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace kiln {
@@ -115,13 +117,175 @@ LogicalResult importTranspose(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// Arithmetic on small i64 tensors (shapes, axis lists) in kiln ops, for
+/// ops whose axes are computed at run time: the importer builds what the
+/// compile-time form would have worked out.
+struct ShapeMath {
+  ImportContext &ctx;
+  Location loc;
+
+  OpBuilder &b() { return ctx.builder(); }
+  Type i64() { return b().getI64Type(); }
+  RankedTensorType like(Value value, Type element) {
+    return tensorType(value).clone(element);
+  }
+  /// lhs `predicate` rhs, broadcast.
+  Value compare(ComparePredicate predicate, Value lhs, Value rhs, ArrayRef<int64_t> shape) {
+    return b().create<CompareOp>(loc, RankedTensorType::get(shape, b().getI1Type()),
+                                 predicate, lhs, rhs);
+  }
+  /// 1 where `flags` holds, else 0, as i64.
+  Value count(Value flags) { return b().create<CastOp>(loc, like(flags, i64()), flags); }
+  /// The sum of `values` [N, M] along `axis`, dropped.
+  Value sum(Value values, int64_t axis) {
+    SmallVector<int64_t> shape(tensorType(values).getShape());
+    shape.erase(shape.begin() + axis);
+    return b().create<ReduceSumOp>(loc, RankedTensorType::get(shape, i64()), values,
+                                   b().getDenseI64ArrayAttr({axis}), false);
+  }
+  Value reshape(Value value, ArrayRef<int64_t> shape) {
+    SmallVector<int64_t> dims(shape);
+    return b().create<ReshapeOp>(loc, like(value, i64()).clone(dims), value,
+                                 ctx.i64List(loc, dims), false);
+  }
+  /// 0..n-1 as a [n] constant.
+  Value iota(int64_t n) { return ctx.i64List(loc, llvm::to_vector(llvm::seq<int64_t>(0, n))); }
+  /// A 0-d i64 constant, exact (ImportContext::scalar goes through a double).
+  Value scalar(int64_t value) {
+    auto type = RankedTensorType::get({}, i64());
+    return b().create<ConstantOp>(loc, type, DenseIntElementsAttr::get(type, value));
+  }
+};
+
+/// Axes computed at run time that must name distinct dims of a rank-`rank`
+/// tensor, wrapped when negative: which axis names which dim, an i1
+/// [rank, count], after a kiln.assert that each dim is named at most once
+/// and every axis names one.
+Value axisNames(ShapeMath &m, Value axes, int64_t count, int64_t rank) {
+  Value wrapped = m.b().create<AddOp>(m.loc, tensorType(axes), axes, m.scalar(rank));
+  axes = m.b().create<WhereOp>(m.loc, tensorType(axes),
+                               m.compare(ComparePredicate::lt, axes, m.scalar(0), {count}),
+                               wrapped, axes);
+  // [rank, 1] against [1, count].
+  Value names = m.compare(ComparePredicate::eq, m.reshape(m.iota(rank), {rank, 1}),
+                          m.reshape(axes, {1, count}), {rank, count});
+  Value once = m.count(m.compare(ComparePredicate::eq, m.sum(m.count(names), 1),
+                                 m.scalar(1), {rank}));
+  Value distinct = m.compare(ComparePredicate::eq, m.sum(once, 0), m.scalar(count), {});
+  m.b().create<AssertOp>(m.loc, distinct,
+                         m.b().getStringAttr("the axes must name distinct dims of rank " +
+                                             Twine(rank)));
+  return names;
+}
+
+/// For each dim, how many of the axes name it ([rank]; 0 or 1 once
+/// axisNames's check holds).
+Value axisCounts(ShapeMath &m, Value axes, int64_t count, int64_t rank) {
+  return m.sum(m.count(axisNames(m, axes, count, rank)), 1);
+}
+
+/// The int64 axes input of Squeeze or Unsqueeze when it is computed at run
+/// time: its static length, or an error.
+FailureOr<int64_t> computedAxesLength(ImportContext &ctx, const onnx::NodeProto &node) {
+  Value axes = ctx.input(node, 1);
+  auto length = ctx.staticLength(node, axes, "axes");
+  if (failed(length))
+    return failure();
+  if (!tensorType(axes).getElementType().isInteger(64))
+    return ctx.error(node) << "axes must be int64, got " << axes.getType();
+  return *length;
+}
+
+/// Whether Squeeze's or Unsqueeze's axes are an input computed at run time.
+bool hasComputedAxes(ImportContext &ctx, const onnx::NodeProto &node) {
+  return ctx.opset() >= 13 && ctx.input(node, 1) && !ctx.isConstantInput(node, 1);
+}
+
+/// Squeeze by axes computed at run time: a reshape to the input's dims that
+/// the axes do not name, in order (each found by its rank among the kept
+/// dims), after checking that the axes are distinct and name dims of 1.
+Value computedAxesSqueeze(ImportContext &ctx, const onnx::NodeProto &node, Value x,
+                          int64_t count) {
+  ShapeMath m{ctx, ctx.loc(node)};
+  auto type = tensorType(x);
+  int64_t rank = type.getRank(), kept = rank - count;
+  Value counts = axisCounts(m, ctx.input(node, 1), count, rank);
+  Value dims = m.b().create<ShapeOfOp>(m.loc, RankedTensorType::get({rank}, m.i64()), x);
+  Value squeezed = m.compare(ComparePredicate::gt, counts, m.scalar(0), {rank});
+  Value notOne = m.compare(ComparePredicate::ne, dims, m.scalar(1), {rank});
+  Value bad = m.b().create<AndOp>(m.loc, tensorType(squeezed), squeezed, notOne);
+  m.b().create<AssertOp>(m.loc,
+                         m.compare(ComparePredicate::eq, m.sum(m.count(bad), 0), m.scalar(0), {}),
+                         m.b().getStringAttr("a squeezed dim is not 1"));
+  // Dim i is the result's dim `before[i]` when kept: the kept dims before it.
+  Value keptFlags = m.count(m.b().create<NotOp>(m.loc, tensorType(squeezed), squeezed));
+  Value before = m.b().create<CumSumOp>(m.loc, tensorType(keptFlags), keptFlags,
+                                        m.b().getI64IntegerAttr(0), m.b().getUnitAttr(),
+                                        UnitAttr());
+  // [kept, 1] against [1, rank]: result dim q takes input dim i where i is
+  // kept and has q kept dims before it.
+  Value at = m.compare(ComparePredicate::eq, m.reshape(m.iota(kept), {kept, 1}),
+                       m.reshape(before, {1, rank}), {kept, rank});
+  Value keptRow = m.reshape(keptFlags, {1, rank});
+  Value pick = m.b().create<AndOp>(
+      m.loc, RankedTensorType::get({kept, rank}, m.b().getI1Type()), at,
+      m.compare(ComparePredicate::eq, keptRow, m.scalar(1), {1, rank}));
+  Value picked = m.b().create<WhereOp>(m.loc, RankedTensorType::get({kept, rank}, m.i64()),
+                                       pick, m.reshape(dims, {1, rank}), m.scalar(0));
+  Value shape = m.sum(picked, 1);
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(kept));
+  return m.b().create<ReshapeOp>(m.loc, resultType, x, shape, false);
+}
+
+/// Unsqueeze by axes computed at run time: a reshape to rank + count dims,
+/// 1 where an axis names the dim and else the next input dim (the one after
+/// the input dims already placed), after checking the axes are distinct.
+Value computedAxesUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node, Value x,
+                            int64_t count) {
+  ShapeMath m{ctx, ctx.loc(node)};
+  auto type = tensorType(x);
+  int64_t inputRank = type.getRank(), rank = inputRank + count;
+  Value counts = axisCounts(m, ctx.input(node, 1), count, rank);
+  Value added = m.compare(ComparePredicate::gt, counts, m.scalar(0), {rank});
+  Value shape = m.b().create<WhereOp>(
+      m.loc, RankedTensorType::get({rank}, m.i64()), added, m.scalar(1),
+      [&]() -> Value {
+        if (inputRank == 0) // every dim is a new 1
+          return m.scalar(1);
+        // Result dim p not added is input dim p - (dims added before p),
+        // clamped into range for the added ones, whose value is not used.
+        Value addedBefore = m.b().create<CumSumOp>(m.loc, tensorType(counts), counts,
+                                                   m.b().getI64IntegerAttr(0),
+                                                   m.b().getUnitAttr(), UnitAttr());
+        Value source = m.b().create<SubOp>(m.loc, tensorType(counts), m.iota(rank),
+                                           addedBefore);
+        source = m.b().create<ClampOp>(m.loc, tensorType(counts), source, m.scalar(0),
+                                       m.scalar(inputRank - 1));
+        Value dims = m.b().create<ShapeOfOp>(
+            m.loc, RankedTensorType::get({inputRank}, m.i64()), x);
+        return m.b().create<GatherOp>(m.loc, RankedTensorType::get({rank}, m.i64()), dims,
+                                      source, m.b().getI64IntegerAttr(0));
+      }());
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(rank));
+  return m.b().create<ReshapeOp>(m.loc, resultType, x, shape, false);
+}
+
 LogicalResult importSqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   if (failed(x))
     return failure();
   auto type = tensorType(*x);
+  if (hasComputedAxes(ctx, node)) {
+    auto count = computedAxesLength(ctx, node);
+    if (failed(count))
+      return failure();
+    if (*count > type.getRank())
+      return ctx.error(node) << "cannot squeeze " << *count << " axes of " << type;
+    ctx.setOutput(node, 0, computedAxesSqueeze(ctx, node, *x, *count));
+    return success();
+  }
   auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", /*inputSince=*/13,
-                                            "they decide the result's rank");
+                                            "read only when constant");
   if (failed(listed))
     return failure();
   SmallVector<int64_t> axes;
@@ -159,8 +323,15 @@ LogicalResult importUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   if (failed(x))
     return failure();
+  if (hasComputedAxes(ctx, node)) {
+    auto count = computedAxesLength(ctx, node);
+    if (failed(count))
+      return failure();
+    ctx.setOutput(node, 0, computedAxesUnsqueeze(ctx, node, *x, *count));
+    return success();
+  }
   auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", /*inputSince=*/13,
-                                            "they decide the result's rank");
+                                            "read only when constant");
   if (failed(listed))
     return failure();
   if (!*listed)
@@ -303,6 +474,29 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// Slice along axes computed at run time: a slice of every dim, whose
+/// start, end and step are the ones given for the axis that names it, or
+/// the whole dim (0, INT64_MAX, 1) where none does.
+Value computedAxesSlice(ImportContext &ctx, const onnx::NodeProto &node, Value x,
+                        Value axes, Value starts, Value ends, Value steps, int64_t count) {
+  ShapeMath m{ctx, ctx.loc(node)};
+  auto type = tensorType(x);
+  int64_t rank = type.getRank();
+  Value names = axisNames(m, axes, count, rank);
+  Value named = m.compare(ComparePredicate::gt, m.sum(m.count(names), 1), m.scalar(0), {rank});
+  auto perDim = [&](Value given, int64_t unnamed) -> Value {
+    Value picked = m.b().create<WhereOp>(m.loc, RankedTensorType::get({rank, count}, m.i64()),
+                                         names, m.reshape(given, {1, count}), m.scalar(0));
+    return m.b().create<WhereOp>(m.loc, RankedTensorType::get({rank}, m.i64()), named,
+                                 m.sum(picked, 1), m.scalar(unnamed));
+  };
+  auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(rank));
+  return m.b().create<SliceOp>(
+      m.loc, resultType, x, perDim(starts, 0),
+      perDim(ends, std::numeric_limits<int64_t>::max()), perDim(steps, 1),
+      m.b().getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(0, rank))));
+}
+
 LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   auto starts = ctx.requiredInput(node, 1);
@@ -313,9 +507,33 @@ LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
   auto count = ctx.staticLength(node, *starts, "starts");
   if (failed(count))
     return failure();
+  Location loc = ctx.loc(node);
+  Value steps = ctx.input(node, 4);
+  if (!steps)
+    steps = ctx.i64List(loc, SmallVector<int64_t>(*count, 1));
+  // Index operands of other integer types are widened to kiln's i64.
+  auto toI64 = [&](Value v) -> Value {
+    auto t = tensorType(v);
+    if (t.getElementType().isInteger(64))
+      return v;
+    return ctx.builder().create<CastOp>(loc, t.clone(ctx.builder().getI64Type()), v);
+  };
   SmallVector<int64_t> axes;
+  if (ctx.input(node, 3) && !ctx.isConstantInput(node, 3)) {
+    Value computed = ctx.input(node, 3);
+    auto length = ctx.staticLength(node, computed, "axes");
+    if (failed(length))
+      return failure();
+    if (*length != *count)
+      return ctx.error(node) << "'axes' has " << *length << " entries but 'starts' has "
+                             << *count;
+    ctx.setOutput(node, 0,
+                  computedAxesSlice(ctx, node, *x, toI64(computed), toI64(*starts),
+                                    toI64(*ends), toI64(steps), *count));
+    return success();
+  }
   if (ctx.input(node, 3)) {
-    auto values = ctx.constantInts(node, 3, "axes", "they decide which dims the slice leaves dynamic");
+    auto values = ctx.constantInts(node, 3, "axes", "read only when constant");
     if (failed(values))
       return failure();
     axes = *values;
@@ -331,21 +549,10 @@ LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
       return failure();
     axis = *normalized;
   }
-  Location loc = ctx.loc(node);
-  Value steps = ctx.input(node, 4);
-  if (!steps)
-    steps = ctx.i64List(loc, SmallVector<int64_t>(*count, 1));
   SmallVector<int64_t> shape(type.getShape());
   for (int64_t axis : axes)
     shape[axis] = ShapedType::kDynamic;
   auto resultType = ctx.resultType(node, 0, type.getElementType(), shape);
-  // Index operands of other integer types are widened to kiln's i64.
-  auto toI64 = [&](Value v) -> Value {
-    auto t = tensorType(v);
-    if (t.getElementType().isInteger(64))
-      return v;
-    return ctx.builder().create<CastOp>(loc, t.clone(ctx.builder().getI64Type()), v);
-  };
   ctx.setOutput(node, 0,
                 ctx.builder().create<SliceOp>(loc, resultType, *x, toI64(*starts),
                                               toI64(*ends), toI64(steps),
