@@ -5,14 +5,58 @@
 // attribute.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Importer/ComputedAxes.h"
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "llvm/ADT/Sequence.h"
+
+#include <limits>
 
 using namespace mlir;
 
 namespace kiln {
 namespace {
+
+/// A reduction along axes computed at run time: each dim in turn is
+/// reduced, kept as 1 and broadcast back where an axis names it (kiln.where
+/// picks), so that after the last every named dim holds the reduction of all
+/// of them (sums of sums, means of means, maxima of maxima); a slice then
+/// keeps one of it, and without keepdims a reshape drops those dims.
+/// Rank-many reductions of the whole input, for a form exporters do not
+/// write.
+template <typename OpTy>
+Value computedAxesReduce(ImportContext &ctx, const onnx::NodeProto &node, Value x, Value axes,
+                         int64_t count, bool keepDims) {
+  ShapeMath m{ctx, ctx.loc(node)};
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  Value named = namedDims(m, axes, count, rank);
+  auto boolScalar = RankedTensorType::get({}, m.b().getI1Type());
+  Value reduced = x;
+  for (int64_t i = 0; i < rank; ++i) {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[i] = 1;
+    Value one = m.b().create<OpTy>(m.loc, type.clone(shape), reduced,
+                                   m.b().getDenseI64ArrayAttr({i}), m.b().getBoolAttr(true));
+    Value isNamed = m.b().create<GatherOp>(m.loc, boolScalar, named, m.scalar(i),
+                                           m.b().getI64IntegerAttr(0));
+    reduced = m.b().create<WhereOp>(m.loc, type, isNamed, one, reduced);
+  }
+  auto ones = ctx.i64List(m.loc, SmallVector<int64_t>(rank, 1));
+  Value ends = m.b().create<WhereOp>(m.loc, RankedTensorType::get({rank}, m.i64()), named,
+                                     m.scalar(1),
+                                     m.scalar(std::numeric_limits<int64_t>::max()));
+  SmallVector<int64_t> keptShape(rank, ShapedType::kDynamic);
+  reduced = m.b().create<SliceOp>(
+      m.loc, type.clone(keptShape), reduced, ctx.i64List(m.loc, SmallVector<int64_t>(rank, 0)),
+      ends, ones, m.b().getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(0, rank))));
+  if (keepDims)
+    return reduced;
+  int64_t kept = rank - count;
+  Value dims = m.b().create<ShapeOfOp>(m.loc, RankedTensorType::get({rank}, m.i64()), x);
+  return m.b().create<ReshapeOp>(m.loc, type.clone(SmallVector<int64_t>(kept, ShapedType::kDynamic)),
+                                 reduced, keptDims(m, dims, named, rank, kept), false);
+}
 
 /// `axesInputSince`: the first opset in which the op's axes are its second
 /// input rather than an attribute.
@@ -26,8 +70,31 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   auto inputType = cast<RankedTensorType>(x->getType());
   int64_t rank = inputType.getRank();
 
-  auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", axesInputSince,
-                                            "they decide the result's rank");
+  // Axes computed at run time; an empty list is known to be empty.
+  Value computed = ctx.opset() >= axesInputSince && ctx.input(node, 1) &&
+                           !ctx.isConstantInput(node, 1)
+                       ? ctx.input(node, 1)
+                       : Value();
+  int64_t computedCount = 0;
+  if (computed) {
+    auto length = ctx.staticLength(node, computed, "axes");
+    if (failed(length))
+      return failure();
+    if (!cast<RankedTensorType>(computed.getType()).getElementType().isInteger(64))
+      return ctx.error(node) << "axes must be int64, got " << computed.getType();
+    if (*length > rank)
+      return ctx.error(node) << "cannot reduce " << *length << " axes of " << inputType;
+    computedCount = *length;
+  }
+  if (computedCount > 0) {
+    Value result = computedAxesReduce<OpTy>(ctx, node, *x, computed, computedCount,
+                                            *keepDims != 0);
+    ctx.setOutput(node, 0, result);
+    return success();
+  }
+  auto listed = computed ? FailureOr<std::optional<SmallVector<int64_t>>>(std::nullopt)
+                         : ctx.intsAttrOrConstantInput(node, 1, "axes", axesInputSince,
+                                                       "read only when constant");
   if (failed(listed))
     return failure();
   SmallVector<int64_t> axes = listed->value_or(SmallVector<int64_t>());

@@ -5,6 +5,7 @@
 // Pad, Expand and Tile.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Importer/ComputedAxes.h"
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "llvm/Support/MathExtras.h"
@@ -117,73 +118,6 @@ LogicalResult importTranspose(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
-/// Arithmetic on small i64 tensors (shapes, axis lists) in kiln ops, for
-/// ops whose axes are computed at run time: the importer builds what the
-/// compile-time form would have worked out.
-struct ShapeMath {
-  ImportContext &ctx;
-  Location loc;
-
-  OpBuilder &b() { return ctx.builder(); }
-  Type i64() { return b().getI64Type(); }
-  RankedTensorType like(Value value, Type element) {
-    return tensorType(value).clone(element);
-  }
-  /// lhs `predicate` rhs, broadcast.
-  Value compare(ComparePredicate predicate, Value lhs, Value rhs, ArrayRef<int64_t> shape) {
-    return b().create<CompareOp>(loc, RankedTensorType::get(shape, b().getI1Type()),
-                                 predicate, lhs, rhs);
-  }
-  /// 1 where `flags` holds, else 0, as i64.
-  Value count(Value flags) { return b().create<CastOp>(loc, like(flags, i64()), flags); }
-  /// The sum of `values` [N, M] along `axis`, dropped.
-  Value sum(Value values, int64_t axis) {
-    SmallVector<int64_t> shape(tensorType(values).getShape());
-    shape.erase(shape.begin() + axis);
-    return b().create<ReduceSumOp>(loc, RankedTensorType::get(shape, i64()), values,
-                                   b().getDenseI64ArrayAttr({axis}), false);
-  }
-  Value reshape(Value value, ArrayRef<int64_t> shape) {
-    SmallVector<int64_t> dims(shape);
-    return b().create<ReshapeOp>(loc, like(value, i64()).clone(dims), value,
-                                 ctx.i64List(loc, dims), false);
-  }
-  /// 0..n-1 as a [n] constant.
-  Value iota(int64_t n) { return ctx.i64List(loc, llvm::to_vector(llvm::seq<int64_t>(0, n))); }
-  /// A 0-d i64 constant, exact (ImportContext::scalar goes through a double).
-  Value scalar(int64_t value) {
-    auto type = RankedTensorType::get({}, i64());
-    return b().create<ConstantOp>(loc, type, DenseIntElementsAttr::get(type, value));
-  }
-};
-
-/// Axes computed at run time that must name distinct dims of a rank-`rank`
-/// tensor, wrapped when negative: which axis names which dim, an i1
-/// [rank, count], after a kiln.assert that each dim is named at most once
-/// and every axis names one.
-Value axisNames(ShapeMath &m, Value axes, int64_t count, int64_t rank) {
-  Value wrapped = m.b().create<AddOp>(m.loc, tensorType(axes), axes, m.scalar(rank));
-  axes = m.b().create<WhereOp>(m.loc, tensorType(axes),
-                               m.compare(ComparePredicate::lt, axes, m.scalar(0), {count}),
-                               wrapped, axes);
-  // [rank, 1] against [1, count].
-  Value names = m.compare(ComparePredicate::eq, m.reshape(m.iota(rank), {rank, 1}),
-                          m.reshape(axes, {1, count}), {rank, count});
-  Value once = m.count(m.compare(ComparePredicate::eq, m.sum(m.count(names), 1),
-                                 m.scalar(1), {rank}));
-  Value distinct = m.compare(ComparePredicate::eq, m.sum(once, 0), m.scalar(count), {});
-  m.b().create<AssertOp>(m.loc, distinct,
-                         m.b().getStringAttr("the axes must name distinct dims of rank " +
-                                             Twine(rank)));
-  return names;
-}
-
-/// For each dim, how many of the axes name it ([rank]; 0 or 1 once
-/// axisNames's check holds).
-Value axisCounts(ShapeMath &m, Value axes, int64_t count, int64_t rank) {
-  return m.sum(m.count(axisNames(m, axes, count, rank)), 1);
-}
-
 /// The int64 axes input of Squeeze or Unsqueeze when it is computed at run
 /// time: its static length, or an error.
 FailureOr<int64_t> computedAxesLength(ImportContext &ctx, const onnx::NodeProto &node) {
@@ -209,30 +143,14 @@ Value computedAxesSqueeze(ImportContext &ctx, const onnx::NodeProto &node, Value
   ShapeMath m{ctx, ctx.loc(node)};
   auto type = tensorType(x);
   int64_t rank = type.getRank(), kept = rank - count;
-  Value counts = axisCounts(m, ctx.input(node, 1), count, rank);
+  Value squeezed = namedDims(m, ctx.input(node, 1), count, rank);
   Value dims = m.b().create<ShapeOfOp>(m.loc, RankedTensorType::get({rank}, m.i64()), x);
-  Value squeezed = m.compare(ComparePredicate::gt, counts, m.scalar(0), {rank});
   Value notOne = m.compare(ComparePredicate::ne, dims, m.scalar(1), {rank});
   Value bad = m.b().create<AndOp>(m.loc, tensorType(squeezed), squeezed, notOne);
   m.b().create<AssertOp>(m.loc,
                          m.compare(ComparePredicate::eq, m.sum(m.count(bad), 0), m.scalar(0), {}),
                          m.b().getStringAttr("a squeezed dim is not 1"));
-  // Dim i is the result's dim `before[i]` when kept: the kept dims before it.
-  Value keptFlags = m.count(m.b().create<NotOp>(m.loc, tensorType(squeezed), squeezed));
-  Value before = m.b().create<CumSumOp>(m.loc, tensorType(keptFlags), keptFlags,
-                                        m.b().getI64IntegerAttr(0), m.b().getUnitAttr(),
-                                        UnitAttr());
-  // [kept, 1] against [1, rank]: result dim q takes input dim i where i is
-  // kept and has q kept dims before it.
-  Value at = m.compare(ComparePredicate::eq, m.reshape(m.iota(kept), {kept, 1}),
-                       m.reshape(before, {1, rank}), {kept, rank});
-  Value keptRow = m.reshape(keptFlags, {1, rank});
-  Value pick = m.b().create<AndOp>(
-      m.loc, RankedTensorType::get({kept, rank}, m.b().getI1Type()), at,
-      m.compare(ComparePredicate::eq, keptRow, m.scalar(1), {1, rank}));
-  Value picked = m.b().create<WhereOp>(m.loc, RankedTensorType::get({kept, rank}, m.i64()),
-                                       pick, m.reshape(dims, {1, rank}), m.scalar(0));
-  Value shape = m.sum(picked, 1);
+  Value shape = keptDims(m, dims, squeezed, rank, kept);
   auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(kept));
   return m.b().create<ReshapeOp>(m.loc, resultType, x, shape, false);
 }
@@ -245,8 +163,7 @@ Value computedAxesUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node, Val
   ShapeMath m{ctx, ctx.loc(node)};
   auto type = tensorType(x);
   int64_t inputRank = type.getRank(), rank = inputRank + count;
-  Value counts = axisCounts(m, ctx.input(node, 1), count, rank);
-  Value added = m.compare(ComparePredicate::gt, counts, m.scalar(0), {rank});
+  Value added = namedDims(m, ctx.input(node, 1), count, rank);
   Value shape = m.b().create<WhereOp>(
       m.loc, RankedTensorType::get({rank}, m.i64()), added, m.scalar(1),
       [&]() -> Value {
@@ -254,12 +171,13 @@ Value computedAxesUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node, Val
           return m.scalar(1);
         // Result dim p not added is input dim p - (dims added before p),
         // clamped into range for the added ones, whose value is not used.
-        Value addedBefore = m.b().create<CumSumOp>(m.loc, tensorType(counts), counts,
+        Value addedFlags = m.count(added);
+        auto indexType = tensorType(addedFlags);
+        Value addedBefore = m.b().create<CumSumOp>(m.loc, indexType, addedFlags,
                                                    m.b().getI64IntegerAttr(0),
                                                    m.b().getUnitAttr(), UnitAttr());
-        Value source = m.b().create<SubOp>(m.loc, tensorType(counts), m.iota(rank),
-                                           addedBefore);
-        source = m.b().create<ClampOp>(m.loc, tensorType(counts), source, m.scalar(0),
+        Value source = m.b().create<SubOp>(m.loc, indexType, m.iota(rank), addedBefore);
+        source = m.b().create<ClampOp>(m.loc, indexType, source, m.scalar(0),
                                        m.scalar(inputRank - 1));
         Value dims = m.b().create<ShapeOfOp>(
             m.loc, RankedTensorType::get({inputRank}, m.i64()), x);
