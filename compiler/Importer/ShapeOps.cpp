@@ -356,6 +356,8 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
   if (failed(axis))
     return failure();
   int64_t parts = node.output_size();
+  if (parts == 0)
+    return ctx.error(node) << "needs at least one output";
   // Sizes computed at run time (an input since opset 13): kiln.split reads
   // them from its operand and checks them, and each part's size along the
   // axis is dynamic.

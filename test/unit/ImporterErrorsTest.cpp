@@ -327,6 +327,18 @@ g (float[4] x) => (float[4] y) { y = Relu(x) }
   EXPECT_THAT(error, HasSubstr("graph input 'x' has no known rank"));
 }
 
+// Found by the importer's fuzzer: a Split without outputs divided its
+// axis by zero parts. Unchecked, since the checker refuses it first.
+TEST_F(ImporterErrorsTest, SplitWithoutOutputs) {
+  onnx::ModelProto model = parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2, 4] x) => (float[2, 4] y) { a, b = Split <axis = 1> (x) y = Identity(x) }
+)");
+  model.mutable_graph()->mutable_node(0)->clear_output();
+  std::string error = uncheckedModelError(model);
+  EXPECT_THAT(error, HasSubstr("Split: needs at least one output"));
+}
+
 TEST_F(ImporterErrorsTest, ComputedPadAxesAreRejected) {
   // Squeeze's, Unsqueeze's, Slice's and the reductions' computed axes are
   // built out of other ops (ComputedAxes.h); Pad's are still refused.
