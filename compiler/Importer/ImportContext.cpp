@@ -241,6 +241,10 @@ FailureOr<int64_t> ImportContext::staticLength(const onnx::NodeProto &node,
   if (type.getRank() != 1 || type.isDynamicDim(0))
     return error(node) << what << " must be a 1-D tensor of known length, got "
                        << type;
+  if (type.getDimSize(0) > kMaxListLength)
+    return error(node) << what << " has " << type.getDimSize(0)
+                       << " entries, more than the " << kMaxListLength
+                       << " kiln takes in a list";
   return type.getDimSize(0);
 }
 

@@ -152,6 +152,11 @@ private:
 /// fuzzer's), and are refused by name.
 constexpr int64_t kMaxStaticElements = int64_t(1) << 48;
 
+/// The most entries a list operand (a shape, axes, starts, split sizes) may
+/// have. A shape's length becomes a rank, and every rank is a type held in
+/// memory: an input declared int64[2^31] once made Expand allocate 16 GB.
+constexpr int64_t kMaxListLength = 1024;
+
 /// Whether the static dims of `shape` hold at most kMaxStaticElements
 /// elements (dynamic dims count as 1).
 bool staticElementsFit(llvm::ArrayRef<int64_t> shape);

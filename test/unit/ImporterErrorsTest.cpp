@@ -339,6 +339,17 @@ g (float[2, 4] x) => (float[2, 4] y) { a, b = Split <axis = 1> (x) y = Identity(
   EXPECT_THAT(error, HasSubstr("Split: needs at least one output"));
 }
 
+// Found by the importer's fuzzer: a shape input declared int64[2^31] made
+// Expand build a result type of that rank (16 GB).
+TEST_F(ImporterErrorsTest, ListOperandTooLong) {
+  std::string error = uncheckedModelError(parse(R"(
+<ir_version: 8, opset_import: ["" : 17]>
+g (float[2] x, int64[2147483647] s) => (float[a] y) { y = Expand(x, s) }
+)"));
+  EXPECT_THAT(error, HasSubstr("Expand: the shape input has 2147483647 entries, more than "
+                               "the 1024 kiln takes in a list"));
+}
+
 TEST_F(ImporterErrorsTest, ComputedPadAxesAreRejected) {
   // Squeeze's, Unsqueeze's, Slice's and the reductions' computed axes are
   // built out of other ops (ComputedAxes.h); Pad's are still refused.
