@@ -21,6 +21,12 @@ Value ShapeMath::count(Value flags) {
   return b().create<CastOp>(loc, tensorType(flags).clone(i64()), flags);
 }
 
+Value ShapeMath::countBefore(Value flags) {
+  Value counts = count(flags);
+  return b().create<CumSumOp>(loc, tensorType(counts), counts, b().getI64IntegerAttr(0),
+                              b().getUnitAttr(), UnitAttr());
+}
+
 Value ShapeMath::sum(Value values, int64_t axis) {
   SmallVector<int64_t> shape(tensorType(values).getShape());
   shape.erase(shape.begin() + axis);
@@ -59,24 +65,31 @@ Value axisNames(ShapeMath &m, Value axes, int64_t count, int64_t rank) {
   return names;
 }
 
-Value namedDims(ShapeMath &m, Value axes, int64_t count, int64_t rank) {
-  Value names = axisNames(m, axes, count, rank);
+Value namedDims(ShapeMath &m, Value names, int64_t rank) {
   return m.compare(ComparePredicate::gt, m.sum(m.count(names), 1), m.scalar(0), {rank});
 }
 
+FailureOr<int64_t> computedAxesCount(ImportContext &ctx, const onnx::NodeProto &node,
+                                     int index) {
+  Value axes = ctx.input(node, index);
+  auto length = ctx.staticLength(node, axes, "axes");
+  if (failed(length))
+    return failure();
+  if (!tensorType(axes).getElementType().isInteger(64))
+    return ctx.error(node) << "axes must be int64, got " << axes.getType();
+  return *length;
+}
+
 Value keptDims(ShapeMath &m, Value dims, Value dropped, int64_t rank, int64_t kept) {
-  Value keptFlags = m.count(m.b().create<NotOp>(m.loc, tensorType(dropped), dropped));
-  Value before = m.b().create<CumSumOp>(m.loc, tensorType(keptFlags), keptFlags,
-                                        m.b().getI64IntegerAttr(0), m.b().getUnitAttr(),
-                                        UnitAttr());
+  Value keptFlags = m.b().create<NotOp>(m.loc, tensorType(dropped), dropped);
+  Value before = m.countBefore(keptFlags);
   // [kept, 1] against [1, rank]: result dim q takes input dim i where i is
   // kept and has q kept dims before it.
   Value at = m.compare(ComparePredicate::eq, m.reshape(m.iota(kept), {kept, 1}),
                        m.reshape(before, {1, rank}), {kept, rank});
   Value pick = m.b().create<AndOp>(
       m.loc, RankedTensorType::get({kept, rank}, m.b().getI1Type()), at,
-      m.compare(ComparePredicate::eq, m.reshape(keptFlags, {1, rank}), m.scalar(1),
-                {1, rank}));
+      m.reshape(keptFlags, {1, rank}));
   Value picked = m.b().create<WhereOp>(m.loc, RankedTensorType::get({kept, rank}, m.i64()),
                                        pick, m.reshape(dims, {1, rank}), m.scalar(0));
   return m.sum(picked, 1);

@@ -28,6 +28,8 @@ struct ShapeMath {
                       llvm::ArrayRef<int64_t> shape);
   /// 1 where `flags` holds, else 0, as i64.
   mlir::Value count(mlir::Value flags);
+  /// For each entry of the 1-D `flags`, how many before it hold, as i64.
+  mlir::Value countBefore(mlir::Value flags);
   /// The sum of i64 `values` along `axis`, which is dropped.
   mlir::Value sum(mlir::Value values, int64_t axis);
   /// `value` reshaped to the static `shape`.
@@ -44,9 +46,14 @@ struct ShapeMath {
 /// once and every axis names one.
 mlir::Value axisNames(ShapeMath &m, mlir::Value axes, int64_t count, int64_t rank);
 
-/// Whether each dim is named by one of the axes, an i1 [rank] (after
-/// axisNames's check).
-mlir::Value namedDims(ShapeMath &m, mlir::Value axes, int64_t count, int64_t rank);
+/// Whether each dim is named by one of the axes, an i1 [rank], from
+/// axisNames's [rank, count].
+mlir::Value namedDims(ShapeMath &m, mlir::Value names, int64_t rank);
+
+/// The number of entries of input `index`, the int64 axes of `node`,
+/// computed at run time: static (it may fix a rank), or an error.
+mlir::FailureOr<int64_t> computedAxesCount(ImportContext &ctx, const onnx::NodeProto &node,
+                                           int index);
 
 /// The i64 [kept] shape of `dims` ([rank]) without the dims that `dropped`
 /// ([rank] i1) marks, in order: result dim q is the input dim with q kept

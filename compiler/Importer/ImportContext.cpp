@@ -253,6 +253,11 @@ bool ImportContext::isConstantInput(const onnx::NodeProto &node, int index) {
   return value && value.getDefiningOp<ConstantOp>();
 }
 
+bool ImportContext::isComputedInput(const onnx::NodeProto &node, int index,
+                                    int64_t inputSince) {
+  return opset_ >= inputSince && input(node, index) && !isConstantInput(node, index);
+}
+
 FailureOr<std::optional<SmallVector<int64_t>>>
 ImportContext::intsAttrOrConstantInput(const onnx::NodeProto &node, int index,
                                        StringRef name, int64_t inputSince,

@@ -123,6 +123,10 @@ public:
                                         mlir::Value list, llvm::StringRef what);
   /// True when input `index` is present and produced by a kiln.constant.
   bool isConstantInput(const onnx::NodeProto &node, int index);
+  /// True when input `index` is present, an input in this model's opset
+  /// (it became one in `inputSince`), and not a constant: computed at run
+  /// time.
+  bool isComputedInput(const onnx::NodeProto &node, int index, int64_t inputSince = 0);
 
   /// Normalizes `axis` against `rank` (ONNX allows -rank..rank-1).
   mlir::FailureOr<int64_t> normalizeAxis(const onnx::NodeProto &node,

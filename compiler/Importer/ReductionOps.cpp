@@ -30,7 +30,7 @@ Value computedAxesReduce(ImportContext &ctx, const onnx::NodeProto &node, Value 
   ShapeMath m{ctx, ctx.loc(node)};
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rank = type.getRank();
-  Value named = namedDims(m, axes, count, rank);
+  Value named = namedDims(m, axisNames(m, axes, count, rank), rank);
   auto boolScalar = RankedTensorType::get({}, m.b().getI1Type());
   Value reduced = x;
   for (int64_t i = 0; i < rank; ++i) {
@@ -70,34 +70,27 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   auto inputType = cast<RankedTensorType>(x->getType());
   int64_t rank = inputType.getRank();
 
-  // Axes computed at run time; an empty list is known to be empty.
-  Value computed = ctx.opset() >= axesInputSince && ctx.input(node, 1) &&
-                           !ctx.isConstantInput(node, 1)
-                       ? ctx.input(node, 1)
-                       : Value();
-  int64_t computedCount = 0;
-  if (computed) {
-    auto length = ctx.staticLength(node, computed, "axes");
-    if (failed(length))
+  SmallVector<int64_t> axes;
+  if (ctx.isComputedInput(node, 1, axesInputSince)) {
+    // Axes computed at run time; an empty list is known to be empty.
+    auto count = computedAxesCount(ctx, node, 1);
+    if (failed(count))
       return failure();
-    if (!cast<RankedTensorType>(computed.getType()).getElementType().isInteger(64))
-      return ctx.error(node) << "axes must be int64, got " << computed.getType();
-    if (*length > rank)
-      return ctx.error(node) << "cannot reduce " << *length << " axes of " << inputType;
-    computedCount = *length;
+    if (*count > rank)
+      return ctx.error(node) << "cannot reduce " << *count << " axes of " << inputType;
+    if (*count > 0) {
+      ctx.setOutput(node, 0,
+                    computedAxesReduce<OpTy>(ctx, node, *x, ctx.input(node, 1), *count,
+                                             *keepDims != 0));
+      return success();
+    }
+  } else {
+    auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", axesInputSince,
+                                              "read only when constant");
+    if (failed(listed))
+      return failure();
+    axes = listed->value_or(SmallVector<int64_t>());
   }
-  if (computedCount > 0) {
-    Value result = computedAxesReduce<OpTy>(ctx, node, *x, computed, computedCount,
-                                            *keepDims != 0);
-    ctx.setOutput(node, 0, result);
-    return success();
-  }
-  auto listed = computed ? FailureOr<std::optional<SmallVector<int64_t>>>(std::nullopt)
-                         : ctx.intsAttrOrConstantInput(node, 1, "axes", axesInputSince,
-                                                       "read only when constant");
-  if (failed(listed))
-    return failure();
-  SmallVector<int64_t> axes = listed->value_or(SmallVector<int64_t>());
   if (axes.empty()) {
     if (*noopWithEmptyAxes) {
       ctx.setOutput(node, 0, *x);
@@ -132,39 +125,32 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
 /// exporters write constants), and the op stays one kiln.cumsum otherwise.
 Value computedAxisCumSum(ImportContext &ctx, const onnx::NodeProto &node, Value x,
                          Value axis, UnitAttr exclusive, UnitAttr reverse) {
-  OpBuilder &b = ctx.builder();
-  Location loc = ctx.loc(node);
+  ShapeMath m{ctx, ctx.loc(node)};
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rank = type.getRank();
-  Type i64 = b.getI64Type();
-  auto scalarType = RankedTensorType::get({}, i64);
-  auto boolScalar = RankedTensorType::get({}, b.getI1Type());
+  auto scalarType = RankedTensorType::get({}, m.i64());
   // A 0-d i64 axis, from int32 or int64, 0-d or of one element.
   auto axisType = cast<RankedTensorType>(axis.getType());
-  if (axisType.getElementType() != i64)
-    axis = b.create<CastOp>(loc, axisType.clone(i64), axis);
+  if (axisType.getElementType() != m.i64())
+    axis = m.b().create<CastOp>(m.loc, axisType.clone(m.i64()), axis);
   if (axisType.getRank() != 0)
-    axis = b.create<ReshapeOp>(loc, scalarType, axis, ctx.i64List(loc, {}), false);
-  auto compare = [&](ComparePredicate predicate, Value lhs, Value rhs) {
-    return b.create<CompareOp>(loc, boolScalar, predicate, lhs, rhs).getResult();
-  };
-  Value zero = ctx.scalar(loc, i64, 0), rankValue = ctx.scalar(loc, i64, rank);
-  Value wrapped = b.create<AddOp>(loc, scalarType, axis, rankValue);
-  axis = b.create<WhereOp>(loc, scalarType, compare(ComparePredicate::lt, axis, zero),
-                           wrapped, axis);
-  Value inRange = b.create<AndOp>(loc, boolScalar,
-                                  compare(ComparePredicate::ge, axis, zero),
-                                  compare(ComparePredicate::lt, axis, rankValue));
-  b.create<AssertOp>(loc, inRange,
-                     b.getStringAttr("the axis is out of range for rank " + Twine(rank)));
+    axis = m.reshape(axis, {});
+  Value wrapped = m.b().create<AddOp>(m.loc, scalarType, axis, m.scalar(rank));
+  axis = m.b().create<WhereOp>(m.loc, scalarType,
+                               m.compare(ComparePredicate::lt, axis, m.scalar(0), {}), wrapped,
+                               axis);
+  Value inRange = m.b().create<AndOp>(m.loc, RankedTensorType::get({}, m.b().getI1Type()),
+                                      m.compare(ComparePredicate::ge, axis, m.scalar(0), {}),
+                                      m.compare(ComparePredicate::lt, axis, m.scalar(rank), {}));
+  m.b().create<AssertOp>(m.loc, inRange,
+                         m.b().getStringAttr("the axis is out of range for rank " + Twine(rank)));
   Value result;
   for (int64_t a = rank - 1; a >= 0; --a) {
-    Value scan = b.create<CumSumOp>(loc, type, x, b.getI64IntegerAttr(a), exclusive, reverse);
-    result = result ? b.create<WhereOp>(loc, type,
-                                        compare(ComparePredicate::eq, axis,
-                                                ctx.scalar(loc, i64, a)),
-                                        scan, result)
-                            .getResult()
+    Value scan = m.b().create<CumSumOp>(m.loc, type, x, m.b().getI64IntegerAttr(a), exclusive,
+                                        reverse);
+    result = result ? m.b().create<WhereOp>(
+                          m.loc, type, m.compare(ComparePredicate::eq, axis, m.scalar(a), {}),
+                          scan, result)
                     : scan;
   }
   return result;
@@ -181,7 +167,7 @@ LogicalResult importCumSum(ImportContext &ctx, const onnx::NodeProto &node) {
   UnitAttr exclusiveAttr = *exclusive ? b.getUnitAttr() : UnitAttr();
   UnitAttr reverseAttr = *reverse ? b.getUnitAttr() : UnitAttr();
   auto type = cast<RankedTensorType>(x->getType());
-  if (!ctx.isConstantInput(node, 1)) {
+  if (ctx.isComputedInput(node, 1)) {
     auto axisType = cast<RankedTensorType>(axisInput->getType());
     Type element = axisType.getElementType();
     if (!axisType.hasStaticShape() || axisType.getNumElements() != 1 ||

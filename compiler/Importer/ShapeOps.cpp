@@ -118,23 +118,6 @@ LogicalResult importTranspose(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
-/// The int64 axes input of Squeeze or Unsqueeze when it is computed at run
-/// time: its static length, or an error.
-FailureOr<int64_t> computedAxesLength(ImportContext &ctx, const onnx::NodeProto &node) {
-  Value axes = ctx.input(node, 1);
-  auto length = ctx.staticLength(node, axes, "axes");
-  if (failed(length))
-    return failure();
-  if (!tensorType(axes).getElementType().isInteger(64))
-    return ctx.error(node) << "axes must be int64, got " << axes.getType();
-  return *length;
-}
-
-/// Whether Squeeze's or Unsqueeze's axes are an input computed at run time.
-bool hasComputedAxes(ImportContext &ctx, const onnx::NodeProto &node) {
-  return ctx.opset() >= 13 && ctx.input(node, 1) && !ctx.isConstantInput(node, 1);
-}
-
 /// Squeeze by axes computed at run time: a reshape to the input's dims that
 /// the axes do not name, in order (each found by its rank among the kept
 /// dims), after checking that the axes are distinct and name dims of 1.
@@ -143,7 +126,7 @@ Value computedAxesSqueeze(ImportContext &ctx, const onnx::NodeProto &node, Value
   ShapeMath m{ctx, ctx.loc(node)};
   auto type = tensorType(x);
   int64_t rank = type.getRank(), kept = rank - count;
-  Value squeezed = namedDims(m, ctx.input(node, 1), count, rank);
+  Value squeezed = namedDims(m, axisNames(m, ctx.input(node, 1), count, rank), rank);
   Value dims = m.b().create<ShapeOfOp>(m.loc, RankedTensorType::get({rank}, m.i64()), x);
   Value notOne = m.compare(ComparePredicate::ne, dims, m.scalar(1), {rank});
   Value bad = m.b().create<AndOp>(m.loc, tensorType(squeezed), squeezed, notOne);
@@ -163,27 +146,20 @@ Value computedAxesUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node, Val
   ShapeMath m{ctx, ctx.loc(node)};
   auto type = tensorType(x);
   int64_t inputRank = type.getRank(), rank = inputRank + count;
-  Value added = namedDims(m, ctx.input(node, 1), count, rank);
-  Value shape = m.b().create<WhereOp>(
-      m.loc, RankedTensorType::get({rank}, m.i64()), added, m.scalar(1),
-      [&]() -> Value {
-        if (inputRank == 0) // every dim is a new 1
-          return m.scalar(1);
-        // Result dim p not added is input dim p - (dims added before p),
-        // clamped into range for the added ones, whose value is not used.
-        Value addedFlags = m.count(added);
-        auto indexType = tensorType(addedFlags);
-        Value addedBefore = m.b().create<CumSumOp>(m.loc, indexType, addedFlags,
-                                                   m.b().getI64IntegerAttr(0),
-                                                   m.b().getUnitAttr(), UnitAttr());
-        Value source = m.b().create<SubOp>(m.loc, indexType, m.iota(rank), addedBefore);
-        source = m.b().create<ClampOp>(m.loc, indexType, source, m.scalar(0),
-                                       m.scalar(inputRank - 1));
-        Value dims = m.b().create<ShapeOfOp>(
-            m.loc, RankedTensorType::get({inputRank}, m.i64()), x);
-        return m.b().create<GatherOp>(m.loc, RankedTensorType::get({rank}, m.i64()), dims,
-                                      source, m.b().getI64IntegerAttr(0));
-      }());
+  Value added = namedDims(m, axisNames(m, ctx.input(node, 1), count, rank), rank);
+  auto shapeType = RankedTensorType::get({rank}, m.i64());
+  // Result dim p not added is input dim p - (dims added before p), clamped
+  // into range for the added ones, whose value is not used. A 0-d input
+  // has none: every dim is a new 1.
+  Value inputDims = m.scalar(1);
+  if (inputRank > 0) {
+    Value source = m.b().create<SubOp>(m.loc, shapeType, m.iota(rank), m.countBefore(added));
+    source = m.b().create<ClampOp>(m.loc, shapeType, source, m.scalar(0),
+                                   m.scalar(inputRank - 1));
+    Value dims = m.b().create<ShapeOfOp>(m.loc, RankedTensorType::get({inputRank}, m.i64()), x);
+    inputDims = m.b().create<GatherOp>(m.loc, shapeType, dims, source, m.b().getI64IntegerAttr(0));
+  }
+  Value shape = m.b().create<WhereOp>(m.loc, shapeType, added, m.scalar(1), inputDims);
   auto resultType = ctx.resultType(node, 0, type.getElementType(), dynamicShape(rank));
   return m.b().create<ReshapeOp>(m.loc, resultType, x, shape, false);
 }
@@ -193,8 +169,8 @@ LogicalResult importSqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   if (failed(x))
     return failure();
   auto type = tensorType(*x);
-  if (hasComputedAxes(ctx, node)) {
-    auto count = computedAxesLength(ctx, node);
+  if (ctx.isComputedInput(node, 1, /*inputSince=*/13)) {
+    auto count = computedAxesCount(ctx, node, 1);
     if (failed(count))
       return failure();
     if (*count > type.getRank())
@@ -241,8 +217,8 @@ LogicalResult importUnsqueeze(ImportContext &ctx, const onnx::NodeProto &node) {
   auto x = ctx.requiredInput(node, 0);
   if (failed(x))
     return failure();
-  if (hasComputedAxes(ctx, node)) {
-    auto count = computedAxesLength(ctx, node);
+  if (ctx.isComputedInput(node, 1, /*inputSince=*/13)) {
+    auto count = computedAxesCount(ctx, node, 1);
     if (failed(count))
       return failure();
     ctx.setOutput(node, 0, computedAxesUnsqueeze(ctx, node, *x, *count));
@@ -363,7 +339,7 @@ LogicalResult importSplit(ImportContext &ctx, const onnx::NodeProto &node) {
   // axis is dynamic.
   Value computed;
   SmallVector<int64_t> sizes;
-  if (ctx.opset() >= 13 && ctx.input(node, 1) && !ctx.isConstantInput(node, 1)) {
+  if (ctx.isComputedInput(node, 1, /*inputSince=*/13)) {
     computed = ctx.input(node, 1);
     auto length = ctx.staticLength(node, computed, "split");
     if (failed(length))
@@ -403,7 +379,7 @@ Value computedAxesSlice(ImportContext &ctx, const onnx::NodeProto &node, Value x
   auto type = tensorType(x);
   int64_t rank = type.getRank();
   Value names = axisNames(m, axes, count, rank);
-  Value named = m.compare(ComparePredicate::gt, m.sum(m.count(names), 1), m.scalar(0), {rank});
+  Value named = namedDims(m, names, rank);
   auto perDim = [&](Value given, int64_t unnamed) -> Value {
     Value picked = m.b().create<WhereOp>(m.loc, RankedTensorType::get({rank, count}, m.i64()),
                                          names, m.reshape(given, {1, count}), m.scalar(0));
@@ -439,7 +415,7 @@ LogicalResult importSlice(ImportContext &ctx, const onnx::NodeProto &node) {
     return ctx.builder().create<CastOp>(loc, t.clone(ctx.builder().getI64Type()), v);
   };
   SmallVector<int64_t> axes;
-  if (ctx.input(node, 3) && !ctx.isConstantInput(node, 3)) {
+  if (ctx.isComputedInput(node, 3)) {
     Value computed = ctx.input(node, 3);
     auto length = ctx.staticLength(node, computed, "axes");
     if (failed(length))
