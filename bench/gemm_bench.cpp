@@ -2,7 +2,10 @@
 //
 // Prints GFLOP/s of kiln::rt::sgemm for each ISA this CPU has, on 1 and 2
 // threads, with B stored [K, N], [N, K] and in packed panels (what
-// kiln-pack-weights makes of constant weights), next to a naive triple loop.
+// kiln-pack-weights makes of constant weights), and of sgemmInt8Weight on
+// those panels quantized to int8 by groups of 128 rows (what
+// kiln-quantize-weights makes of them), next to a naive triple loop; and
+// the GB/s at which each streams B, the figure that bounds a decode step.
 // Built as build/bin/kiln-gemm-bench; `kiln-gemm-bench 1x192x64 8x256x64`
 // measures those shapes instead of the default ones.
 //
@@ -10,7 +13,9 @@
 #include "runtime/src/Gemm.h"
 #include "runtime/src/ThreadPool.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -80,6 +85,42 @@ std::vector<float> layOut(const std::vector<float> &b, const Shape &s,
   return b;
 }
 
+/// Packed panels quantized as kiln-quantize-weights does (symmetric int8,
+/// a scale per column and group of kGroupSize rows).
+struct Int8Panels {
+  static constexpr int64_t kGroupSize = 128;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  int64_t ld, scalesLd;
+
+  Int8Weight weight() const {
+    return {values.data(), ld, scales.data(), scalesLd, kGroupSize};
+  }
+};
+
+Int8Panels quantizeToInt8Panels(const std::vector<float> &panels,
+                                const Shape &s) {
+  const int64_t w = kWeightPanelWidth, count = (s.n + w - 1) / w;
+  const int64_t groups = (s.k + Int8Panels::kGroupSize - 1) / Int8Panels::kGroupSize;
+  Int8Panels q{std::vector<int8_t>(panels.size()),
+               std::vector<float>(count * groups * w), s.k * w, groups * w};
+  for (int64_t panel = 0; panel < count; ++panel)
+    for (int64_t group = 0; group < groups; ++group)
+      for (int64_t lane = 0; lane < w; ++lane) {
+        const int64_t begin = group * Int8Panels::kGroupSize;
+        const int64_t end = std::min(s.k, begin + Int8Panels::kGroupSize);
+        float largest = 0;
+        for (int64_t p = begin; p < end; ++p)
+          largest = std::max(largest, std::fabs(panels[panel * q.ld + p * w + lane]));
+        const float scale = largest / 127.0f;
+        q.scales[panel * q.scalesLd + group * w + lane] = scale;
+        for (int64_t p = begin; p < end && scale > 0; ++p)
+          q.values[panel * q.ld + p * w + lane] = static_cast<int8_t>(
+              std::nearbyint(panels[panel * q.ld + p * w + lane] / scale));
+      }
+  return q;
+}
+
 /// Parses "MxNxK"; false when it is not three positive integers.
 bool parseShape(const char *text, Shape &shape) {
   long long m, n, k;
@@ -121,8 +162,8 @@ int main(int argc, char **argv) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
 
-  std::printf("%-18s %-8s %-7s %7s %10s\n", "m x n x k", "isa", "B", "threads",
-              "GFLOP/s");
+  std::printf("%-18s %-8s %-7s %7s %10s %8s\n", "m x n x k", "isa", "B",
+              "threads", "GFLOP/s", "B GB/s");
   for (const Shape &s : shapes) {
     std::vector<float> a(s.m * s.k), b(s.k * s.n), c(s.m * s.n);
     for (float &x : a)
@@ -134,10 +175,33 @@ int main(int argc, char **argv) {
     std::snprintf(name, sizeof(name), "%lldx%lldx%lld", (long long)s.m,
                   (long long)s.n, (long long)s.k);
 
+    // Each way of storing B: its name, its bytes, and the product on a pool.
+    struct StoredB {
+      const char *name;
+      double bytes;
+      std::function<void(ThreadPool *)> multiply;
+    };
+    std::vector<StoredB> storedBs;
+    std::vector<std::vector<float>> layouts;
     for (GemmLayout layout :
          {GemmLayout::RowMajor, GemmLayout::Transposed, GemmLayout::Panels}) {
       int64_t ldb = 0;
-      const std::vector<float> stored = layOut(b, s, layout, ldb);
+      layouts.push_back(layOut(b, s, layout, ldb));
+      const float *stored = layouts.back().data();
+      storedBs.push_back({gemmLayoutName(layout), 4.0 * s.k * s.n,
+                          [&, stored, ldb, layout](ThreadPool *pool) {
+                            sgemm(s.m, s.n, s.k, a.data(), s.k, stored, ldb,
+                                  layout, c.data(), s.n, pool);
+                          }});
+    }
+    const Int8Panels int8 = quantizeToInt8Panels(layouts.back(), s);
+    storedBs.push_back({"int8",
+                        1.0 * int8.values.size() + 4.0 * int8.scales.size(),
+                        [&](ThreadPool *pool) {
+                          sgemmInt8Weight(s.m, s.n, s.k, a.data(), s.k,
+                                          int8.weight(), c.data(), s.n, pool);
+                        }});
+    for (const StoredB &stored : storedBs) {
       for (GemmIsa isa : {GemmIsa::Generic, GemmIsa::Avx2, GemmIsa::Avx512}) {
         if (isa > best)
           continue;
@@ -146,12 +210,10 @@ int main(int argc, char **argv) {
           std::unique_ptr<ThreadPool> pool;
           if (threads > 1)
             pool = std::make_unique<ThreadPool>(threads);
-          const double seconds = bestSeconds([&] {
-            sgemm(s.m, s.n, s.k, a.data(), s.k, stored.data(), ldb, layout,
-                  c.data(), s.n, pool.get());
-          });
-          std::printf("%-18s %-8s %-7s %7d %10.1f\n", name, gemmIsaName(isa),
-                      gemmLayoutName(layout), threads, flops / seconds * 1e-9);
+          const double seconds = bestSeconds([&] { stored.multiply(pool.get()); });
+          std::printf("%-18s %-8s %-7s %7d %10.1f %8.1f\n", name,
+                      gemmIsaName(isa), stored.name, threads,
+                      flops / seconds * 1e-9, stored.bytes / seconds * 1e-9);
         }
       }
     }

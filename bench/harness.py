@@ -187,3 +187,18 @@ def max_relative_error(actual, expected):
     if not np.all(np.isfinite(actual)) or not np.all(np.isfinite(expected)):
         return float("inf")
     return difference / scale if scale > 0 else difference
+
+
+def relative_rms_error(actual, expected):
+    """RMS(actual - expected) / RMS(expected) (0 when both are all zero):
+    how far a quantized model's outputs are from the f32 ones, on average."""
+    if actual.shape != expected.shape:
+        return float("inf")
+    if expected.dtype.kind in "biu":
+        return 0.0 if np.array_equal(actual, expected) else float("inf")
+    if not np.all(np.isfinite(actual)) or not np.all(np.isfinite(expected)):
+        return float("inf")
+    difference = actual.astype(np.float64) - expected
+    scale = float(np.sqrt(np.mean(np.square(expected.astype(np.float64))))) if expected.size else 0.0
+    error = float(np.sqrt(np.mean(np.square(difference)))) if expected.size else 0.0
+    return error / scale if scale > 0 else error

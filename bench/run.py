@@ -25,8 +25,15 @@ artifact's arena and weights) and writes JSON for tracking.
 This is a benchmark, not a test: it checks no figure. CI runs it with --smoke
 (few runs, one shape per model) to keep it working.
 
-The scale suite runs only the default build (each variant of a 5 GB model
-would compile for minutes), and reports kilnc's compile time and peak RSS.
+The scale suite runs the default build and two weight-only int8 builds
+(`--quantize=int8-weight`, with the LM head left f32 and with
+`--quantize-lm-head`) rather than the optimization variants (each of a 5 GB
+model would compile for minutes), and reports kilnc's compile time and peak
+RSS. Each build's step is held against its own bytes (int8 weights move a
+quarter of the f32 bytes, plus their scales), and the int8 builds' outputs
+against ONNX Runtime's f32 ones give the relative RMS error that the
+quantization costs (random weights: a measure of the error, not of
+accuracy).
 
 usage: bench/run.py [--kilnc PATH] [--kiln-run PATH] [--roofline PATH] [--work-dir DIR]
                     [--suite tiny|hf|scale] [--models NAME...] [--threads N] [--runs N]
@@ -85,6 +92,12 @@ RATIOS = [("fusion", "unfused", "fusion_speedup"),
 # at scale by what the cases need.
 DIM_BOUNDS = {"batch": "1:8", "sequence": "1:128", "past_sequence": "0:255",
               "total_sequence": "1:256"}
+# The scale suite's builds: the default one and the weight-only int8 ones.
+QUANT_GROUP_SIZE = 128
+SCALE_VARIANTS = {"fused": [],
+                  "int8": ["--quantize=int8-weight", f"--quant-group-size={QUANT_GROUP_SIZE}"],
+                  "int8_head": ["--quantize=int8-weight", f"--quant-group-size={QUANT_GROUP_SIZE}",
+                                "--quantize-lm-head"]}
 SCALE_DIM_BOUNDS = {"batch": "1:32", "sequence": "1:512", "past_sequence": "0:1023",
                     "total_sequence": "1:1024"}
 SMOKE_CASES = {"tiny": [("bert_tiny", 1, 8, 0, "encode"), ("gpt2_tiny", 1, 1, 7, "decode"),
@@ -136,8 +149,9 @@ def compile_artifacts(args, models, variants, dim_bounds):
 def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=False):
     """Each build and ONNX Runtime, `rounds` times in turn; the lowest median
     of each. With `check`, the first round's processes also write their
-    outputs, and "max_rel_err" is the largest max |kiln - ORT| / max |ORT|
-    of any build's output."""
+    outputs, and "errors" gives each build's largest max |kiln - ORT| /
+    max |ORT| ("max_rel_err") and relative RMS error ("rel_rms_err") over
+    its outputs."""
     model, batch, sequence, past, _ = case
     case_dir = os.path.join(args.work_dir, f"{model}_{batch}_{sequence}_{past}")
     os.makedirs(case_dir, exist_ok=True)
@@ -161,11 +175,14 @@ def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=Fal
     if check:
         names = harness.output_names(paths[model])
         expected = harness.load_outputs(os.path.join(case_dir, "ort"), names)
-        best["max_rel_err"] = 0.0
+        best["errors"] = {}
         for variant in variants:
             actual = harness.load_outputs(os.path.join(case_dir, variant), names)
-            best["max_rel_err"] = max(best["max_rel_err"], *(
-                harness.max_relative_error(actual[name], expected[name]) for name in names))
+            best["errors"][variant] = {
+                "max_rel_err": max(harness.max_relative_error(actual[name], expected[name])
+                                   for name in names),
+                "rel_rms_err": max(harness.relative_rms_error(actual[name], expected[name])
+                                   for name in names)}
     return best
 
 
@@ -219,36 +236,49 @@ def optimization_table(args, cases, runs, rounds):
     return {"results": results}
 
 
-def step_cost(architecture, batch, sequence, past):
-    """What one step of a Llama decoder must move (bytes) and do (FLOPs), in
-    fp32: every weight read once (the embedding only at the rows it gathers,
-    unless the LM head reads it whole), the past keys and values read and
-    the presents written (the optimum interface returns whole presents),
-    and the logits written; 2 FLOPs per multiply-add of the projections and
-    of attention over the keys each query sees (causal)."""
+def weight_bytes(variant):
+    """Bytes per weight element of a build's quantized products: an int8
+    value and its share of a column's f32 group scale; 4 for f32."""
+    return 1 + 4 / QUANT_GROUP_SIZE if variant.startswith("int8") else 4
+
+
+def step_cost(architecture, batch, sequence, past, variant="fused"):
+    """What one step of a Llama decoder must move (bytes) and do (FLOPs):
+    every weight read once (the embedding only at the rows it gathers,
+    unless the LM head reads it whole), the projections' weights at
+    weight_bytes(variant) each and the LM head's too when the build
+    quantizes it (a tied one stays f32: the gather reads it), the past keys
+    and values read and the presents written (the optimum interface returns
+    whole presents), and the logits written, all else in fp32; 2 FLOPs per
+    multiply-add of the projections and of attention over the keys each
+    query sees (causal)."""
     a = architecture
     hidden, layers, head_dim = a["hidden_size"], a["num_layers"], a["head_dim"]
     heads, kv_heads, vocab = a["num_heads"], a["num_kv_heads"], a["vocab_size"]
     projections = (hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
                    + heads * head_dim * hidden + 3 * hidden * a["intermediate_size"])
-    matmul_weights = layers * projections + hidden * vocab
+    lm_head = hidden * vocab
+    lm_head_quantized = variant == "int8_head" and not a["tied_embeddings"]
     norms = (2 * layers + 1) * hidden
     tokens = batch * sequence
     embedding_rows = 0 if a["tied_embeddings"] else tokens * hidden
     kv_entry = 2 * layers * batch * kv_heads * head_dim
-    floats = (matmul_weights + norms + embedding_rows + kv_entry * past
+    floats = (norms + embedding_rows + kv_entry * past
               + kv_entry * (past + sequence) + tokens * vocab)
+    moved = (4 * floats + weight_bytes(variant) * layers * projections
+             + (weight_bytes(variant) if lm_head_quantized else 4) * lm_head)
     keys_seen = sequence * past + sequence * (sequence + 1) // 2
-    flops = 2 * tokens * matmul_weights + 4 * layers * batch * heads * head_dim * keys_seen
-    return 4 * floats, flops
+    flops = (2 * tokens * (layers * projections + lm_head)
+             + 4 * layers * batch * heads * head_dim * keys_seen)
+    return moved, flops
 
 
 def roofline_table(args, cases, runs, rounds):
-    """The scale suite: the default build against ONNX Runtime, each step
-    held against the ceilings measured in the same run."""
+    """The scale suite: the default and int8 builds against ONNX Runtime,
+    each step held against the ceilings measured in the same run."""
     models = list(dict.fromkeys(case[0] for case in cases))
     artifacts, paths, compiles = compile_artifacts(
-        args, models, {"fused": []}, SCALE_DIM_BOUNDS)
+        args, models, SCALE_VARIANTS, SCALE_DIM_BOUNDS)
     # The VM's bandwidth drifts by a fifth within minutes, so the ceilings
     # are measured before every case and after the last, and the highest
     # seen stands: a fraction of the roofline is then never flattered.
@@ -263,15 +293,18 @@ def roofline_table(args, cases, runs, rounds):
         print(f"{model}: kilnc {compiles[model]['seconds']:.1f} s, peak RSS "
               f"{compiles[model]['max_rss_mb']:.0f} MB for "
               f"{memory['weights_bytes'] / 1e6:.0f} MB of weights "
-              f"({compiles[model]['max_rss_mb'] * 2**20 / memory['weights_bytes']:.2f}x)")
-    header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'MB/step':>8} "
-              f"{'GFLOP':>7} {'bound':>5} {'floor ms':>9} {'kiln ms':>9} {'kiln %':>6} "
-              f"{'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} {'kiln MB':>8} {'ORT MB':>7} "
-              f"{'kiln ld':>8} {'ORT ld':>8} {'rel err':>8}")
+              f"({compiles[model]['max_rss_mb'] * 2**20 / memory['weights_bytes']:.2f}x); "
+              + ", ".join(f"{variant} artifact weights "
+                          f"{harness.artifact_memory(artifacts[model, variant])['weights_bytes'] / 1e6:.0f} MB"
+                          for variant in SCALE_VARIANTS if variant != "fused"))
+    header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'build':<9} "
+              f"{'MB/step':>8} {'GFLOP':>7} {'bound':>5} {'floor ms':>9} {'kiln ms':>9} "
+              f"{'kiln %':>6} {'x f32':>6} {'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} "
+              f"{'kiln MB':>8} {'ORT MB':>7} {'kiln ld':>8} {'ORT ld':>8} {'rel err':>8}")
     measured = []
     for case in cases:
         measure_ceilings()
-        measured.append((case, measure_case(args, case, artifacts, paths, {"fused": []},
+        measured.append((case, measure_case(args, case, artifacts, paths, SCALE_VARIANTS,
                                             runs, rounds, check=True)))
     measure_ceilings()
     bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
@@ -287,31 +320,42 @@ def roofline_table(args, cases, runs, rounds):
         model, batch, sequence, past, kind = case
         with open(os.path.join(args.work_dir, model + ".json")) as f:
             architecture = json.load(f)
-        moved, flops = step_cost(architecture, batch, sequence, past)
-        memory_ms, compute_ms = 1e3 * moved / bandwidth, 1e3 * flops / peak
-        floor_ms = max(memory_ms, compute_ms)
-        bound = "mem" if memory_ms >= compute_ms else "fma"
-        kiln, ort = best["fused"], best["ort"]
+        ort = best["ort"]
         shape = f"({batch}, {sequence}, {past})"
-        print(f"{model:<14} {kind:<8} {shape:<19} {moved / 1e6:>8.1f} {flops / 1e9:>7.2f} "
-              f"{bound:>5} {floor_ms:>9.3f} {kiln['median_ms']:>9.3f} "
-              f"{100 * floor_ms / kiln['median_ms']:>5.0f}% {ort['median_ms']:>9.3f} "
-              f"{100 * floor_ms / ort['median_ms']:>5.0f}% "
-              f"{ort['median_ms'] / kiln['median_ms']:>8.2f} {kiln['max_rss_mb']:>8.0f} "
-              f"{ort['max_rss_mb']:>7.0f} {kiln['load_ms']:>8.0f} {ort['load_ms']:>8.0f} "
-              f"{best['max_rel_err']:>8.1e}")
-        results.append({"model": model, "case": kind, "batch": batch, "sequence": sequence,
-                        "past": past, "bytes": moved, "flops": flops, "bound": bound,
-                        "floor_ms": floor_ms, "kiln": kiln, "onnxruntime": ort,
-                        "ort_over_kiln": ort["median_ms"] / kiln["median_ms"],
-                        "max_rel_err": best["max_rel_err"]})
-    print("MB/step and GFLOP = what the step must move and do (bench/run.py step_cost); "
-          "floor = the slower of the two at the ceilings; kiln % and ORT % = floor / time, "
-          "the fraction of the binding ceiling reached (over 100%: the step beat the "
-          "STREAM-like read, e.g. with weights still in the last-level cache); MB = peak RSS; "
-          "ld = ms to load the model and create a session (the lowest run's); rel err = "
-          "max |kiln - ORT| / max |ORT| over the outputs.")
-    failed = [r for r in results if not r["max_rel_err"] <= 1e-4]
+        for variant in SCALE_VARIANTS:
+            moved, flops = step_cost(architecture, batch, sequence, past, variant)
+            memory_ms, compute_ms = 1e3 * moved / bandwidth, 1e3 * flops / peak
+            floor_ms = max(memory_ms, compute_ms)
+            bound = "mem" if memory_ms >= compute_ms else "fma"
+            kiln, errors = best[variant], best["errors"][variant]
+            # f32 builds must match ORT; the int8 ones show what quantizing cost.
+            error = errors["max_rel_err" if variant == "fused" else "rel_rms_err"]
+            print(f"{model:<14} {kind:<8} {shape:<19} {variant:<9} {moved / 1e6:>8.1f} "
+                  f"{flops / 1e9:>7.2f} {bound:>5} {floor_ms:>9.3f} {kiln['median_ms']:>9.3f} "
+                  f"{100 * floor_ms / kiln['median_ms']:>5.0f}% "
+                  f"{best['fused']['median_ms'] / kiln['median_ms']:>6.2f} "
+                  f"{ort['median_ms']:>9.3f} {100 * floor_ms / ort['median_ms']:>5.0f}% "
+                  f"{ort['median_ms'] / kiln['median_ms']:>8.2f} {kiln['max_rss_mb']:>8.0f} "
+                  f"{ort['max_rss_mb']:>7.0f} {kiln['load_ms']:>8.0f} {ort['load_ms']:>8.0f} "
+                  f"{error:>8.1e}")
+            results.append({"model": model, "case": kind, "batch": batch, "sequence": sequence,
+                            "past": past, "build": variant, "bytes": moved, "flops": flops,
+                            "bound": bound, "floor_ms": floor_ms, "kiln": kiln,
+                            "onnxruntime": ort,
+                            "ort_over_kiln": ort["median_ms"] / kiln["median_ms"],
+                            "f32_over_build": best["fused"]["median_ms"] / kiln["median_ms"],
+                            **errors})
+    print("build = fused (f32), int8 (--quantize=int8-weight, the LM head f32) or int8_head "
+          "(the LM head int8 too); MB/step and GFLOP = what the build's step must move and do "
+          "(bench/run.py step_cost); floor = the slower of the two at the ceilings; kiln % and "
+          "ORT % = floor / time, the fraction of the binding ceiling reached (ORT's against "
+          "the build's floor; over 100%: the step beat the STREAM-like read, e.g. with weights "
+          "still in the last-level cache); x f32 = the f32 build's time over this build's; "
+          "MB = peak RSS; ld = ms to load the model and create a session (the lowest run's); "
+          "rel err = max |kiln - ORT| / max |ORT| over the outputs for the f32 build, and for "
+          "the int8 ones the relative RMS error against ORT's f32 outputs (the quantization's).")
+    failed = [r for r in results
+              if r["build"] == "fused" and not r["max_rel_err"] <= 1e-4]
     if failed:
         raise RuntimeError("kiln's outputs differ from ONNX Runtime's by more than 1e-4 in: "
                            + ", ".join(f"{r['model']} {r['case']} ({r['batch']}, "

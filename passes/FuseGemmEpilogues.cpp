@@ -62,11 +62,12 @@ struct Product {
     Product next = *this;
     fill(next);
     return rewriter.create<LinearOp>(
-        loc, type, next.input, next.weight, next.bias,
+        loc, type, next.input, next.weight, /*scales=*/Value(), next.bias,
         next.activation
             ? ActivationAttr::get(rewriter.getContext(), *next.activation)
             : ActivationAttr(),
-        next.gate, next.residual, next.transposeB, /*packed=*/false);
+        next.gate, next.residual, next.transposeB, /*packed=*/false,
+        /*group_size=*/IntegerAttr());
   }
 };
 

@@ -74,6 +74,9 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
   // only the whole module can tell are unread.
   if (options.packWeights)
     pm.addPass(createKilnPackWeights());
+  if (options.quantizeWeights)
+    pm.addPass(createKilnQuantizeWeights(
+        {options.quantizeGroupSize, options.quantizeLmHead}));
   if (options.pagedKvBlockSize > 0)
     pm.addPass(createKilnPageKvCache({options.pagedKvBlockSize}));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

@@ -19,6 +19,12 @@ namespace kiln {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
+/// The module attribute in which kiln-quantize-weights records what it did
+/// for `kilnc --report`: the mode, group size, whether the LM head was
+/// included, and each quantized weight's name, rows, columns, products and
+/// the relative RMS of its quantization error.
+constexpr llvm::StringLiteral kQuantizationAttrName = "kiln.quantization";
+
 /// Which graph optimizations run. Everything is on by default; `kilnc
 /// --disable=...` turns optimizations off by name to measure their effect.
 struct OptimizationOptions {
@@ -38,6 +44,13 @@ struct OptimizationOptions {
   /// Constant weights laid out for the CPU GEMM microkernels
   /// (kiln-pack-weights), after the fusions.
   bool packWeights = true;
+  /// Weight-only int8 quantization of the packed weights
+  /// (kiln-quantize-weights), after the packing, with a scale per column and
+  /// group of `quantizeGroupSize` rows; the product making the results too
+  /// with `quantizeLmHead`.
+  bool quantizeWeights = false;
+  int64_t quantizeGroupSize = 128;
+  bool quantizeLmHead = false;
   /// 0: the decoder keeps its past and present tensors. N > 0: it gets the
   /// generation engine's paged KV-cache interface with blocks of N tokens
   /// (kiln-page-kv-cache, last), which needs the fused attentions.
@@ -57,8 +70,8 @@ struct OptimizationOptions {
 /// The kiln-to-kiln passes that `options` enables, between two
 /// canonicalizations: constant folding, then the fusions in the order
 /// attention, normalizations, activations, rotary embeddings, GEMM
-/// epilogues (which absorb the activations), then weight packing, then the
-/// paged KV-cache interface when asked for.
+/// epilogues (which absorb the activations), then weight packing, then
+/// (when asked for) weight quantization and the paged KV-cache interface.
 /// `kilnc --emit=optimized` prints
 /// its result, which is what the lowering starts from.
 void buildGraphOptimizationPipeline(mlir::OpPassManager &pm,

@@ -322,6 +322,47 @@ def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def KilnQuantizeWeights : Pass<"kiln-quantize-weights", "mlir::ModuleOp"> {
+  let summary = "Quantizes packed constant weights to int8 by group (weight-only)";
+  let description = [{
+    Rewrites each packed constant f32 weight whose every use is a packed
+    `kiln.linear` into int8 values and f32 scales: for each column and each
+    group of `group-size` rows, scale = max |w| / 127 and value =
+    round(w / scale) (to nearest, ties to even), so that value · scale is
+    within scale / 2 of w. The linears take the values and `scales` with
+    `group_size` (`kiln.linear`'s quantized form); the activations stay
+    f32, and the runtime multiplies the values back as it reads them. A
+    decode step, which streams every weight from memory, then reads about a
+    quarter of the bytes.
+
+    The product that makes the model's results (its LM head: a linear whose
+    result reaches the return through reshapes and casts only) stays f32
+    unless `lm-head` is set, as its error is not averaged away by later
+    layers. Weights that kiln-pack-weights left unpacked stay f32. Runs
+    after kiln-pack-weights, whose panels it quantizes, and frees each
+    replaced weight's blob as kiln-pack-weights does.
+
+    Example:
+
+    ```mlir
+    %wp = kiln.constant dense<...> : tensor<3x256x64xf32>
+    %y = kiln.linear %x, %wp {packed} : (tensor<?x256xf32>, tensor<3x256x64xf32>) -> tensor<?x172xf32>
+    // becomes, with group-size=128
+    %wq = kiln.constant dense<...> : tensor<3x256x64xi8>
+    %s = kiln.constant dense<...> : tensor<3x2x64xf32>
+    %y = kiln.linear %x, %wq scales %s {group_size = 128 : i64, packed}
+        : (tensor<?x256xf32>, tensor<3x256x64xi8>, tensor<3x2x64xf32>) -> tensor<?x172xf32>
+    ```
+  }];
+  let options = [
+    Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
+           "Rows of a column that share one scale">,
+    Option<"quantizeLmHead", "lm-head", "bool", /*default=*/"false",
+           "Quantize the product that makes the model's results too">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnPageKvCache : Pass<"kiln-page-kv-cache", "mlir::ModuleOp"> {
   let summary = "Gives a decoder the generation engine's paged KV-cache interface";
   let description = [{

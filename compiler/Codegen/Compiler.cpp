@@ -216,6 +216,11 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   buildGraphOptimizationPipeline(graph, options.optimizations);
   if (!runPipeline(graph, module, "graph optimization", error))
     return false;
+  if (auto quantization = module->getAttrOfType<DictionaryAttr>(kQuantizationAttrName)) {
+    if (options.report)
+      options.report->setQuantization(quantization);
+    module->removeAttr(kQuantizationAttrName);
+  }
   // The signature after the graph passes, which may give it another KV-cache
   // interface.
   if (!describeSignature(func, options, artifact, error))

@@ -117,14 +117,20 @@ llvm::json::Object PassReport::toJson() const {
                             {"folded_ops", folded}};
   if (memoryPlan_.kind() != llvm::json::Value::Null)
     report["memory_plan"] = memoryPlan_;
+  if (quantization_.kind() != llvm::json::Value::Null)
+    report["quantization"] = quantization_;
   return report;
 }
 
-/// The JSON form of the integers, strings, arrays and dictionaries that make
-/// up a memory plan.
+/// The JSON form of the booleans, numbers, strings, arrays and dictionaries
+/// that make up a memory plan or a quantization record.
 static llvm::json::Value toJsonValue(Attribute attr) {
+  if (auto boolean = dyn_cast<BoolAttr>(attr))
+    return boolean.getValue();
   if (auto integer = dyn_cast<IntegerAttr>(attr))
     return integer.getInt();
+  if (auto number = dyn_cast<FloatAttr>(attr))
+    return number.getValueAsDouble();
   if (auto string = dyn_cast<StringAttr>(attr))
     return string.str();
   if (auto array = dyn_cast<ArrayAttr>(attr)) {
@@ -142,6 +148,11 @@ static llvm::json::Value toJsonValue(Attribute attr) {
 void PassReport::setMemoryPlan(DictionaryAttr plan) {
   std::lock_guard<std::mutex> lock(mutex_);
   memoryPlan_ = toJsonValue(plan);
+}
+
+void PassReport::setQuantization(DictionaryAttr quantization) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  quantization_ = toJsonValue(quantization);
 }
 
 bool PassReport::write(llvm::StringRef path, std::string &error) const {

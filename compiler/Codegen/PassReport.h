@@ -33,15 +33,21 @@ public:
   /// that the kiln-fuse-* passes created, by kind (not the reshapes and
   /// constants they add around them); `folded_ops`, how many
   /// ops kiln-fold-constants replaced by constants (or removed as their dead
-  /// inputs), constants not counted; and `memory_plan`, when memory was
+  /// inputs), constants not counted; `memory_plan`, when memory was
   /// planned: the arena's bytes, the sum of the planned buffers' bytes, each
   /// buffer's offset and lifetime (positions of its first and last use in
-  /// the entry block), and the buffers left on the heap with the reason.
+  /// the entry block), and the buffers left on the heap with the reason;
+  /// and `quantization`, when weights were quantized: each one's name,
+  /// shape, products and the relative RMS of its error.
   llvm::json::Object toJson() const;
 
   /// Records kiln-plan-memory's `kiln.memory_plan` attribute, which toJson()
   /// gives as `memory_plan`.
   void setMemoryPlan(mlir::DictionaryAttr plan);
+
+  /// Records kiln-quantize-weights' `kiln.quantization` attribute, which
+  /// toJson() gives as `quantization`.
+  void setQuantization(mlir::DictionaryAttr quantization);
 
   /// Writes toJson() to `path`; false with `error` on failure.
   bool write(llvm::StringRef path, std::string &error) const;
@@ -59,6 +65,7 @@ private:
   mutable std::mutex mutex_;
   std::vector<PassRun> runs_;
   llvm::json::Value memoryPlan_ = nullptr;
+  llvm::json::Value quantization_ = nullptr;
 };
 
 } // namespace kiln

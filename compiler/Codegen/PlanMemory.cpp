@@ -427,6 +427,16 @@ bool isUkernel(StringRef name) {
          name == kAttentionUkernel || name == kPagedAttentionUkernel;
 }
 
+/// The microkernel parameter struct that `user` stores `value` into, if it
+/// is such a store.
+memref::AllocaOp parameterStructStoredInto(Operation *user, Value value) {
+  auto store = dyn_cast<memref::StoreOp>(user);
+  if (!store || store.getValueToStore() != value)
+    return nullptr;
+  auto params = store.getMemRef().getDefiningOp<memref::AllocaOp>();
+  return params && params->hasAttr(kUkernelParamsAttrName) ? params : nullptr;
+}
+
 /// Why a buffer stays on the heap, or "" when it can be planned.
 using Verdict = std::string;
 
@@ -458,11 +468,14 @@ Verdict traceUses(Buffer &buffer, Block &block,
           return "passed to a call that may keep it";
       }
       // An address as a number may be copied anywhere: it is followed through
-      // ops without memory effects, and anything else that takes it keeps the
-      // buffer on the heap.
+      // ops without memory effects and into microkernel parameter structs
+      // (to the calls that read them), and anything else that takes it
+      // keeps the buffer on the heap.
       bool isAddress = !isa<MemRefType>(value.getType());
       bool isTerminator = user->hasTrait<OpTrait::IsTerminator>();
-      if (isAddress && !isa<CallOpInterface>(user) &&
+      memref::AllocaOp params =
+          isAddress ? parameterStructStoredInto(user, value) : nullptr;
+      if (isAddress && !params && !isa<CallOpInterface>(user) &&
           (isTerminator ? !isa<RegionBranchOpInterface>(user->getParentOp())
                         : !isMemoryEffectFree(user)))
         return "its address reaches " + user->getName().getStringRef().str();
@@ -487,6 +500,10 @@ Verdict traceUses(Buffer &buffer, Block &block,
       // Sizes and loaded elements are data, not the buffer's address.
       if (isa<memref::DimOp, memref::LoadOp>(user))
         continue;
+      if (params) {
+        derive(params.getResult());
+        continue;
+      }
       if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(user)) {
         derive(metadata.getBaseBuffer());
         continue;

@@ -21,6 +21,12 @@ constexpr llvm::StringLiteral kLinearUkernel = "kiln_ukernel_linear";
 constexpr llvm::StringLiteral kAttentionUkernel = "kiln_ukernel_attention";
 constexpr llvm::StringLiteral kPagedAttentionUkernel = "kiln_ukernel_paged_attention";
 
+/// Marks the memref.alloca that holds a microkernel's parameter struct
+/// (kiln/kernel_abi.h): the buffers' addresses stored into it are the
+/// call's operands, used only during the call, so memory planning follows
+/// them through it to the call.
+constexpr llvm::StringLiteral kUkernelParamsAttrName = "kiln.ukernel_params";
+
 /// How kiln_ukernel_linear's weight is laid out (its `b_layout`): [K, N] or
 /// [N, K] rows, or kiln.linear's packed panels. The runtime's
 /// kiln::rt::GemmLayout: keep the two in step.

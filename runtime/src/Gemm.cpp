@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Gemm.h"
 
+#include "kiln/runtime.h"
 #include "runtime/src/ThreadPool.h"
 #include "runtime/src/VectorMath.h"
 
@@ -68,13 +69,42 @@ void genericDirect(int64_t k, const float *a, int64_t lda, const float *b,
   }
 }
 
+/// Calls fn(p, values, scales) for the first `depth` rows p of strip `b`,
+/// with row p's values and its group's scales.
+template <typename Fn>
+void forEachInt8Row(const detail::Int8Strip &b, int64_t depth, Fn &&fn) {
+  const int8_t *values = b.values;
+  const float *scales = b.scales;
+  for (int64_t p = 0, groupEnd = b.firstGroupRows; p < depth;
+       groupEnd += b.groupSize, scales += kWeightPanelWidth)
+    for (; p < std::min(depth, groupEnd); ++p, values += kWeightPanelWidth)
+      fn(p, values, scales);
+}
+
+void genericDirectInt8(int64_t k, const float *a, int64_t lda,
+                       const detail::Int8Strip &b, float *c, int64_t ldc,
+                       int64_t rows, int64_t cols, bool accumulate) {
+  float acc[detail::kDirectRows][kGenericDirectCols] = {};
+  forEachInt8Row(b, k, [&](int64_t p, const int8_t *values, const float *scales) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        acc[r][j] += a[r * lda + p] * (static_cast<float>(values[j]) * scales[j]);
+  });
+  for (int64_t r = 0; r < rows; ++r) {
+    float *row = c + r * ldc;
+    for (int64_t j = 0; j < cols; ++j)
+      row[j] = accumulate ? row[j] + acc[r][j] : acc[r][j];
+  }
+}
+
 static_assert(kWeightPanelWidth % kGenericNr == 0 &&
                   kWeightPanelWidth % kGenericDirectCols == 0,
               "a strip must lie inside one panel of a packed weight");
 
 constexpr detail::GemmMicrokernel genericMicrokernelInfo{
     genericMicrokernel, kGenericMr,    kGenericNr,        /*kc=*/256,
-    /*mc=*/1024,        /*nc=*/256,    genericDirect,     kGenericDirectCols};
+    /*mc=*/1024,        /*nc=*/256,    genericDirect,     kGenericDirectCols,
+    genericDirectInt8};
 
 //===----------------------------------------------------------------------===//
 // ISA choice
@@ -151,6 +181,7 @@ struct GemmOperands {
   const float *b;
   int64_t ldb;
   GemmLayout bLayout;
+  const Int8Weight *int8; // B instead of `b` when set (bLayout is Panels)
   float *c;
   int64_t ldc;
   bool accumulate; // into C's values rather than over them
@@ -169,6 +200,16 @@ struct GemmOperands {
   const float *panelAt(int64_t p, int64_t j) const {
     return b + j / kWeightPanelWidth * ldb + p * kWeightPanelWidth +
            j % kWeightPanelWidth;
+  }
+
+  /// The same for an int8 B: its values from row p and column j on, and
+  /// their scales.
+  detail::Int8Strip int8StripAt(int64_t p, int64_t j) const {
+    const int64_t panel = j / kWeightPanelWidth, lane = j % kWeightPanelWidth;
+    return {int8->values + panel * int8->ld + p * kWeightPanelWidth + lane,
+            int8->scales + panel * int8->scalesLd +
+                p / int8->groupSize * kWeightPanelWidth + lane,
+            int8->groupSize, int8->groupSize - p % int8->groupSize};
   }
 };
 
@@ -216,11 +257,26 @@ void zeroUnusedLanes(int64_t used, int64_t stride, int64_t depth,
       std::fill(packed + p * stride + used, packed + (p + 1) * stride, 0.0f);
 }
 
+/// Writes strip `b`'s kc rows of nr columns, multiplied back to f32, to
+/// `packed` row by row.
+void dequantizeStrip(const detail::Int8Strip &b, int64_t kc, int64_t nr,
+                     float *packed) {
+  forEachInt8Row(b, kc, [&](int64_t p, const int8_t *values, const float *scales) {
+    for (int64_t j = 0; j < nr; ++j)
+      packed[p * nr + j] = static_cast<float>(values[j]) * scales[j];
+  });
+}
+
 /// Packs B[p0:p0+kc, j0:j0+nc] as consecutive kc×nr strips, each row by row.
 void packBPanel(const GemmOperands &g, int64_t p0, int64_t kc, int64_t j0,
                 int64_t nc, int64_t nr, float *packed) {
   for (int64_t js = 0; js < nc; js += nr, packed += kc * nr) {
     const int64_t width = std::min(nr, nc - js);
+    if (g.int8) {
+      // The strip lies in one panel, whose lanes past n are zeros.
+      dequantizeStrip(g.int8StripAt(p0, j0 + js), kc, nr, packed);
+      continue;
+    }
     if (g.bLayout == GemmLayout::Transposed) {
       // Stored n×k: the strip's columns are rows in memory.
       transposeRows(g.b + (j0 + js) * g.ldb + p0, g.ldb, width, kc, nr, packed);
@@ -257,8 +313,9 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   // Whole strips, so that the packed block and panel fit their buffers.
   const int64_t mc = ceilDiv(std::min(kernel.mc, rowEnd - rowBegin), mr) * mr;
   const int64_t nc = ceilDiv(std::min(kernel.nc, colEnd - colBegin), nr) * nr;
-  // A packed B is read in place; other layouts are packed panel by panel.
-  const bool prepacked = g.bLayout == GemmLayout::Panels;
+  // A packed f32 B is read in place; other layouts (and int8 values) are
+  // packed panel by panel.
+  const bool prepacked = g.bLayout == GemmLayout::Panels && !g.int8;
   thread_local PackBuffer aBlockBuffer, bPanelBuffer;
   float *aBlock = aBlockBuffer.reserve(mc * kc);
   float *bPanel = prepacked ? nullptr : bPanelBuffer.reserve(kc * nc);
@@ -319,18 +376,27 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
       const int64_t j = strip * kernel.directCols;
       const int64_t cols = std::min(kernel.directCols, n - j);
       const bool panels = g.bLayout == GemmLayout::Panels;
-      const float *b = panels ? g.panelAt(0, j) : g.b + j;
+      const float *b = panels && !g.int8 ? g.panelAt(0, j) : g.b + j;
       const int64_t ldb = panels ? kWeightPanelWidth : g.ldb;
       for (int64_t p = 0; p < g.k; p += depth)
-        for (int64_t i = 0; i < m; i += detail::kDirectRows)
-          kernel.runDirect(std::min(depth, g.k - p), g.a + i * g.lda + p, g.lda,
-                           b + p * ldb, ldb, g.c + i * g.ldc + j, g.ldc,
-                           std::min(detail::kDirectRows, m - i), cols,
-                           g.accumulate || p > 0);
+        for (int64_t i = 0; i < m; i += detail::kDirectRows) {
+          const int64_t pieceDepth = std::min(depth, g.k - p);
+          const int64_t rows = std::min(detail::kDirectRows, m - i);
+          const bool accumulate = g.accumulate || p > 0;
+          const float *a = g.a + i * g.lda + p;
+          float *c = g.c + i * g.ldc + j;
+          if (g.int8)
+            kernel.runDirectInt8(pieceDepth, a, g.lda, g.int8StripAt(p, j), c,
+                                 g.ldc, rows, cols, accumulate);
+          else
+            kernel.runDirect(pieceDepth, a, g.lda, b + p * ldb, ldb, c, g.ldc,
+                             rows, cols, accumulate);
+        }
       g.finishTile(0, m, j, cols);
     }
   };
-  const double streamedBytes = static_cast<double>(g.k) * n * sizeof(float);
+  const double streamedBytes =
+      static_cast<double>(g.k) * n * (g.int8 ? sizeof(int8_t) : sizeof(float));
   const int64_t threads = std::min<int64_t>(
       std::max(threadsWorthUsing(pool, static_cast<double>(m) * n * g.k),
                threadsWorthStreaming(pool, streamedBytes)),
@@ -476,54 +542,69 @@ void setGemmIsa(GemmIsa isa) {
                         std::memory_order_relaxed);
 }
 
-void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-           const float *b, int64_t ldb, GemmLayout bLayout, float *c,
-           int64_t ldc, ThreadPool *pool, bool accumulate,
-           const GemmEpilogue &epilogue) {
+namespace {
+
+/// C = A·B (+ C with g.accumulate), then the epilogue, on the ISA that `isa`
+/// names.
+void runGemm(GemmIsa isa, const GemmOperands &g, int64_t m, int64_t n,
+             ThreadPool *pool) {
   if (m <= 0 || n <= 0)
     return;
-  const GemmIsa isa = activeGemmIsa();
-  const GemmOperands operands{
-      k,
-      a,
-      lda,
-      b,
-      ldb,
-      bLayout,
-      c,
-      ldc,
-      accumulate,
-      epilogue,
-      epilogue.empty() ? nullptr
-                       : detail::epilogueRunnerFor(isa, epilogue.activation)};
-  if (k <= 0) {
-    if (!accumulate)
+  if (g.k <= 0) {
+    if (!g.accumulate)
       for (int64_t i = 0; i < m; ++i)
-        std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    operands.finishTile(0, m, 0, n);
+        std::fill(g.c + i * g.ldc, g.c + i * g.ldc + n, 0.0f);
+    g.finishTile(0, m, 0, n);
     return;
   }
   const detail::GemmMicrokernel &kernel = microkernelFor(isa);
-  if (bLayout != GemmLayout::Transposed && m <= detail::kStreamedRows) {
-    directGemm(kernel, operands, m, n, pool);
+  if (g.bLayout != GemmLayout::Transposed && m <= detail::kStreamedRows) {
+    directGemm(kernel, g, m, n, pool);
     return;
   }
   const TileGrid grid =
       chooseTileGrid(m, n, kernel.mr, kernel.nr,
-                     threadsWorthUsing(pool, static_cast<double>(m) * n * k));
+                     threadsWorthUsing(pool, static_cast<double>(m) * n * g.k));
   if (grid.tiles() == 1) {
-    computeTile(kernel, operands, 0, m, 0, n);
+    computeTile(kernel, g, 0, m, 0, n);
     return;
   }
   pool->parallelFor(grid.tiles(), [&](int64_t begin, int64_t end) {
     for (int64_t tile = begin; tile < end; ++tile) {
       const int64_t rowPart = tile / grid.cols.parts;
       const int64_t colPart = tile % grid.cols.parts;
-      computeTile(kernel, operands, grid.rows.begin(rowPart),
-                  grid.rows.end(rowPart), grid.cols.begin(colPart),
-                  grid.cols.end(colPart));
+      computeTile(kernel, g, grid.rows.begin(rowPart), grid.rows.end(rowPart),
+                  grid.cols.begin(colPart), grid.cols.end(colPart));
     }
   });
+}
+
+detail::EpilogueRunner epilogueRunner(GemmIsa isa, const GemmEpilogue &epilogue) {
+  return epilogue.empty() ? nullptr
+                          : detail::epilogueRunnerFor(isa, epilogue.activation);
+}
+
+} // namespace
+
+void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+           const float *b, int64_t ldb, GemmLayout bLayout, float *c,
+           int64_t ldc, ThreadPool *pool, bool accumulate,
+           const GemmEpilogue &epilogue) {
+  const GemmIsa isa = activeGemmIsa();
+  runGemm(isa,
+          {k, a, lda, b, ldb, bLayout, nullptr, c, ldc, accumulate, epilogue,
+           epilogueRunner(isa, epilogue)},
+          m, n, pool);
+}
+
+void sgemmInt8Weight(int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t lda, const Int8Weight &b, float *c, int64_t ldc,
+                     ThreadPool *pool, const GemmEpilogue &epilogue) {
+  const GemmIsa isa = activeGemmIsa();
+  runGemm(isa,
+          {k, a, lda, nullptr, 0, GemmLayout::Panels, &b, c, ldc,
+           /*accumulate=*/false, epilogue, epilogueRunner(isa, epilogue)},
+          m, n, pool);
 }
 
 } // namespace kiln::rt
@@ -531,27 +612,39 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
 // Runtime.cpp: ends the run in progress with `message`.
 extern "C" void kiln_rt_trap(const char *message);
 
-extern "C" void kiln_ukernel_linear(int64_t m, int64_t n, int64_t k,
-                                    const float *a, int64_t lda, const float *b,
-                                    int64_t ldb, int64_t b_layout,
-                                    const float *bias, int64_t activation,
-                                    const float *gate, int64_t ldg,
-                                    const float *residual, int64_t ldr,
-                                    float *c, int64_t ldc) {
+extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
   using namespace kiln::rt;
+  const kiln_linear_params_t &p = *params;
   // Before anything with a destructor exists: the trap jumps over this frame.
-  if (activation < static_cast<int64_t>(GemmActivation::None) ||
-      activation > static_cast<int64_t>(GemmActivation::Silu))
+  if (p.activation < static_cast<int64_t>(GemmActivation::None) ||
+      p.activation > static_cast<int64_t>(GemmActivation::Silu))
     kiln_rt_trap("kiln_ukernel_linear: unknown activation code (the code was "
                  "compiled for a newer runtime)");
-  if (b_layout < static_cast<int64_t>(GemmLayout::RowMajor) ||
-      b_layout > static_cast<int64_t>(GemmLayout::Panels))
+  if (p.weight_layout < static_cast<int64_t>(GemmLayout::RowMajor) ||
+      p.weight_layout > static_cast<int64_t>(GemmLayout::Panels))
     kiln_rt_trap("kiln_ukernel_linear: unknown weight layout code (the code "
                  "was compiled for a newer runtime)");
-  const GemmEpilogue epilogue{bias,     static_cast<GemmActivation>(activation),
-                              gate,     ldg,
-                              residual, ldr};
-  sgemm(m, n, k, a, lda, b, ldb, static_cast<GemmLayout>(b_layout), c, ldc,
+  const bool int8 = p.weight_dtype == KILN_DTYPE_I8;
+  if (!int8 && p.weight_dtype != KILN_DTYPE_F32)
+    kiln_rt_trap("kiln_ukernel_linear: unknown weight dtype (the code was "
+                 "compiled for a newer runtime)");
+  if (int8 && (p.weight_layout != static_cast<int64_t>(GemmLayout::Panels) ||
+               p.group_size <= 0))
+    kiln_rt_trap("kiln_ukernel_linear: an int8 weight must be packed in "
+                 "panels with a positive group size");
+  const GemmEpilogue epilogue{p.bias,     static_cast<GemmActivation>(p.activation),
+                              p.gate,     p.ldg,
+                              p.residual, p.ldr};
+  if (int8) {
+    const Int8Weight weight{static_cast<const int8_t *>(p.weight),
+                            p.weight_stride, p.scales, p.scales_stride,
+                            p.group_size};
+    sgemmInt8Weight(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
+                    currentThreadPool(), epilogue);
+    return;
+  }
+  sgemm(p.m, p.n, p.k, p.a, p.lda, static_cast<const float *>(p.weight),
+        p.weight_stride, static_cast<GemmLayout>(p.weight_layout), p.out, p.ldc,
         currentThreadPool(), /*accumulate=*/false, epilogue);
 }
 

@@ -9,6 +9,8 @@
 #ifndef KILN_RUNTIME_GEMM_H
 #define KILN_RUNTIME_GEMM_H
 
+#include "kiln/kernel_abi.h"
+
 #include <cstdint>
 
 namespace kiln::rt {
@@ -99,7 +101,41 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
            int64_t ldc, ThreadPool *pool, bool accumulate = false,
            const GemmEpilogue &epilogue = {});
 
+/// A k×n weight in GemmLayout::Panels stored as int8 values quantized by
+/// group: B[p][j] = values[j / W * ld + p * W + j % W] · scales[j / W *
+/// scalesLd + p / groupSize * W + j % W], for W = kWeightPanelWidth. The
+/// scales are panels too, of one row per group of groupSize rows, and are 0
+/// past n (as the values are), so every lane of a panel is finite.
+/// kiln-quantize-weights lays weights out so (kiln_linear_params_t).
+struct Int8Weight {
+  const int8_t *values;
+  int64_t ld;
+  const float *scales;
+  int64_t scalesLd;
+  int64_t groupSize;
+};
+
+/// sgemm for a quantized weight: C = A·B, then `epilogue`, where B's values
+/// are multiplied back to f32 in registers as the microkernels read them
+/// (products of up to kStreamedRows rows, which stream B from memory and so
+/// read a quarter of an f32 weight's bytes), or panel by panel into the
+/// buffer that sgemm packs other layouts into (taller products).
+void sgemmInt8Weight(int64_t m, int64_t n, int64_t k, const float *a,
+                     int64_t lda, const Int8Weight &b, float *c, int64_t ldc,
+                     ThreadPool *pool, const GemmEpilogue &epilogue = {});
+
 namespace detail {
+
+/// A strip of an Int8Weight as runDirectInt8 reads it: the values of its
+/// first row (rows kWeightPanelWidth bytes apart) and the scales of that
+/// row's group (groups kWeightPanelWidth floats apart), of which
+/// `firstGroupRows` rows are left before the next group starts.
+struct Int8Strip {
+  const int8_t *values;
+  const float *scales;
+  int64_t groupSize;
+  int64_t firstGroupRows;
+};
 
 /// What the blocking driver in Gemm.cpp needs to know about one ISA's
 /// microkernel; GemmAvx2.cpp and GemmAvx512.cpp each define one.
@@ -129,6 +165,11 @@ struct GemmMicrokernel {
                     int64_t ldb, float *c, int64_t ldc, int64_t rows,
                     int64_t cols, bool accumulate);
   int64_t directCols;
+  /// runDirect for B an Int8Strip (directCols columns of one panel, every
+  /// lane readable): each value is converted and scaled in registers.
+  void (*runDirectInt8)(int64_t k, const float *a, int64_t lda,
+                        const Int8Strip &b, float *c, int64_t ldc,
+                        int64_t rows, int64_t cols, bool accumulate);
 };
 
 /// runDirect's most rows per call.
@@ -171,16 +212,11 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                    int64_t ldc, int64_t accumulate);
 
 /// The GEMM with an epilogue that compiled model code calls for a
-/// kiln.linear: C = activation(A·B + bias) · gate + residual, as
-/// kiln::rt::sgemm with a GemmEpilogue. `b_layout` is a GemmLayout value;
-/// `bias` (n floats), `gate` (m×n, leading dimension ldg) and `residual`
-/// (m×n, ldr) may be null; `activation` is a GemmActivation value. Runs on
-/// currentThreadPool().
+/// kiln.linear (kiln/kernel_abi.h): sgemm with a GemmEpilogue, or
+/// sgemmInt8Weight for an int8 weight. Runs on currentThreadPool(). Ends
+/// the run (kiln_rt_trap) on a code it does not know, which means the code
+/// was compiled for a newer runtime.
 extern "C" __attribute__((visibility("default"))) void
-kiln_ukernel_linear(int64_t m, int64_t n, int64_t k, const float *a,
-                    int64_t lda, const float *b, int64_t ldb, int64_t b_layout,
-                    const float *bias, int64_t activation, const float *gate,
-                    int64_t ldg, const float *residual, int64_t ldr, float *c,
-                    int64_t ldc);
+kiln_ukernel_linear(const kiln_linear_params_t *params);
 
 #endif // KILN_RUNTIME_GEMM_H

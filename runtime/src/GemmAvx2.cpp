@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <immintrin.h>
+#include <type_traits>
 
 namespace kiln::rt::detail {
 namespace {
@@ -95,11 +96,67 @@ loadLanes(const float *from, bool full, __m256i mask) {
   return full ? _mm256_loadu_ps(from) : _mm256_maskload_ps(from, mask);
 }
 
-template <int Rows>
+/// A strip of an f32 B: rows ldb apart.
+struct FloatStrip {
+  const float *b;
+  int64_t ldb;
+};
+
+/// Rows of an f32 B, ldb apart: all lanes of a full strip, else those of
+/// `mask`.
+struct FloatRows {
+  const float *b;
+  int64_t ldb;
+  bool full;
+  const __m256i (&mask)[kDirectVectors];
+
+  __attribute__((target("avx2"), always_inline)) void
+  load(int64_t p, __m256 (&row)[kDirectVectors]) const {
+    for (int q = 0; q < kDirectVectors; ++q)
+      row[q] = loadLanes(b + p * ldb + q * kLanes, full, mask[q]);
+  }
+};
+
+/// Rows of an Int8Strip within one group: int8 values, kWeightPanelWidth
+/// apart, sign-extended, converted and multiplied by the group's scales in
+/// registers. Every lane of a panel is readable, so no load is masked.
+struct Int8GroupRows {
+  const int8_t *values;
+  __m256 scale[kDirectVectors];
+
+  __attribute__((target("avx2"), always_inline)) void
+  load(int64_t p, __m256 (&row)[kDirectVectors]) const {
+    for (int q = 0; q < kDirectVectors; ++q) {
+      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(
+          values + p * kWeightPanelWidth + q * kLanes));
+      row[q] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)),
+                             scale[q]);
+    }
+  }
+};
+
+/// acc[r] += A[r, p] · B's row p for p in [begin, end).
+template <int Rows, typename BRows>
 __attribute__((target("avx2,fma"), always_inline)) inline void
-avx2DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
-               int64_t ldb, float *c, int64_t ldc, int64_t cols,
-               bool accumulate) {
+avx2DirectAccumulate(const float *a, int64_t lda, int64_t begin, int64_t end,
+                     const BRows &b, __m256 (&acc)[Rows][kDirectVectors]) {
+  for (int64_t p = begin; p < end; ++p) {
+    __m256 row[kDirectVectors];
+    b.load(p, row);
+    for (int r = 0; r < Rows; ++r) {
+      const __m256 scalar = _mm256_broadcast_ss(a + r * lda + p);
+      for (int q = 0; q < kDirectVectors; ++q)
+        acc[r][q] = _mm256_fmadd_ps(scalar, row[q], acc[r][q]);
+    }
+  }
+}
+
+/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip or an Int8Strip,
+/// the latter one group of rows (one set of scales) at a time.
+template <int Rows, typename Strip>
+__attribute__((target("avx2,fma"), always_inline)) inline void
+avx2DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
+               float *c, int64_t ldc, int64_t cols, bool accumulate) {
   const bool full = cols == kDirectColumns;
   __m256i mask[kDirectVectors];
   __m256 acc[Rows][kDirectVectors];
@@ -108,14 +165,19 @@ avx2DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
     for (int r = 0; r < Rows; ++r)
       acc[r][q] = _mm256_setzero_ps();
   }
-  for (int64_t p = 0; p < k; ++p, b += ldb) {
-    __m256 row[kDirectVectors];
-    for (int q = 0; q < kDirectVectors; ++q)
-      row[q] = loadLanes(b + q * kLanes, full, mask[q]);
-    for (int r = 0; r < Rows; ++r) {
-      const __m256 scalar = _mm256_broadcast_ss(a + r * lda + p);
+  if constexpr (std::is_same_v<Strip, FloatStrip>) {
+    avx2DirectAccumulate<Rows>(a, lda, 0, k, FloatRows{b.b, b.ldb, full, mask},
+                               acc);
+  } else {
+    const float *scales = b.scales;
+    for (int64_t p = 0, groupEnd = b.firstGroupRows; p < k;
+         groupEnd += b.groupSize, scales += kWeightPanelWidth) {
+      Int8GroupRows rows{b.values, {}};
       for (int q = 0; q < kDirectVectors; ++q)
-        acc[r][q] = _mm256_fmadd_ps(scalar, row[q], acc[r][q]);
+        rows.scale[q] = _mm256_loadu_ps(scales + q * kLanes);
+      const int64_t end = std::min(k, groupEnd);
+      avx2DirectAccumulate<Rows>(a, lda, p, end, rows, acc);
+      p = end;
     }
   }
   for (int r = 0; r < Rows; ++r)
@@ -130,19 +192,36 @@ avx2DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
     }
 }
 
+/// avx2DirectRows for 1 to 4 rows.
+template <typename Strip>
+__attribute__((target("avx2,fma"), always_inline)) inline void
+avx2DirectStrip(int64_t k, const float *a, int64_t lda, const Strip &b,
+                float *c, int64_t ldc, int64_t rows, int64_t cols,
+                bool accumulate) {
+  switch (rows) {
+  case 1:
+    return avx2DirectRows<1>(k, a, lda, b, c, ldc, cols, accumulate);
+  case 2:
+    return avx2DirectRows<2>(k, a, lda, b, c, ldc, cols, accumulate);
+  case 3:
+    return avx2DirectRows<3>(k, a, lda, b, c, ldc, cols, accumulate);
+  default:
+    return avx2DirectRows<4>(k, a, lda, b, c, ldc, cols, accumulate);
+  }
+}
+
 __attribute__((target("avx2,fma"))) void
 avx2Direct(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
            float *c, int64_t ldc, int64_t rows, int64_t cols, bool accumulate) {
-  switch (rows) {
-  case 1:
-    return avx2DirectRows<1>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  case 2:
-    return avx2DirectRows<2>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  case 3:
-    return avx2DirectRows<3>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  default:
-    return avx2DirectRows<4>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  }
+  avx2DirectStrip(k, a, lda, FloatStrip{b, ldb}, c, ldc, rows, cols,
+                  accumulate);
+}
+
+__attribute__((target("avx2,fma"))) void
+avx2DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
+               float *c, int64_t ldc, int64_t rows, int64_t cols,
+               bool accumulate) {
+  avx2DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
 }
 
 static_assert(kWeightPanelWidth % kColumns == 0 &&
@@ -156,7 +235,8 @@ static_assert(kDirectRows == 4, "avx2Direct handles 1 to 4 rows");
 // cores with room for the C rows and A strips (6 KB each) passing through.
 const GemmMicrokernel avx2Microkernel{avx2Kernel, kRows,      kColumns,
                                       /*kc=*/256, /*mc=*/960,
-                                      /*nc=*/128, avx2Direct, kDirectColumns};
+                                      /*nc=*/128, avx2Direct, kDirectColumns,
+                                      avx2DirectInt8};
 
 } // namespace kiln::rt::detail
 

@@ -8,7 +8,13 @@
 
 #if defined(__x86_64__)
 
+#include <algorithm>
 #include <immintrin.h>
+#include <type_traits>
+
+// GCC 12's conversion intrinsics pass _mm512_undefined_*() as the unused
+// merge source, which -Wmaybe-uninitialized reports once they are inlined.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 namespace kiln::rt::detail {
 namespace {
@@ -85,91 +91,191 @@ loadStripVector(const float *from, __mmask16 mask) {
   return Masked ? _mm512_maskz_loadu_ps(mask, from) : _mm512_loadu_ps(from);
 }
 
-/// acc[r] += A[r, p] · B's row p, for the Rows rows.
-template <int Rows, bool Masked>
-__attribute__((target("avx512f"), always_inline)) inline void
-directStep(const float *a, int64_t lda, int64_t p, const float *bRow,
-           const __mmask16 (&mask)[kDirectVectors],
-           __m512 (&acc)[Rows][kDirectVectors]) {
-  __m512 vectors[kDirectVectors];
-  for (int q = 0; q < kDirectVectors; ++q)
-    vectors[q] = loadStripVector<Masked>(bRow + q * kLanes, mask[q]);
-  for (int r = 0; r < Rows; ++r) {
-    const __m512 scalar = _mm512_set1_ps(a[r * lda + p]);
-    for (int q = 0; q < kDirectVectors; ++q)
-      acc[r][q] = _mm512_fmadd_ps(scalar, vectors[q], acc[r][q]);
-  }
-}
+/// Rows of an f32 B, ldb apart: a strip of a row-major or packed weight.
+/// Masked is false when the strip is whole: a masked load needs its mask in
+/// a k register, and GCC reloads all four masks on every step of k, which
+/// then waits on the one port that writes them instead of on the FMAs.
+template <bool Masked> struct FloatRows {
+  const float *b;
+  int64_t ldb;
+  const __mmask16 (&mask)[kDirectVectors];
 
-/// C[0:Rows, 0:cols] (+)= A·B over k, B rows ldb apart. Masked is false when
-/// cols is the whole strip: a masked load needs its mask in a k register,
-/// and GCC reloads all four masks on every step of k, which then waits on
-/// the one port that writes them instead of on the FMAs.
-template <int Rows, bool Masked>
-__attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectRows(int64_t k, const float *a, int64_t lda, const float *b,
-                 int64_t ldb, float *c, int64_t ldc, int64_t cols,
-                 bool accumulate) {
-  // One row has only kDirectVectors accumulators, each FMA waiting on the
-  // last: too few to keep two FMA pipes busy. It sums even and odd steps of
-  // k apart and adds them at the end.
-  constexpr int Chains = Rows == 1 ? 2 : 1;
+  __attribute__((target("avx512f"), always_inline)) void
+  load(int64_t p, __m512 (&vectors)[kDirectVectors]) const {
+    for (int q = 0; q < kDirectVectors; ++q)
+      vectors[q] = loadStripVector<Masked>(b + p * ldb + q * kLanes, mask[q]);
+  }
+};
+
+/// Rows of an Int8Strip within one group: int8 values, kWeightPanelWidth
+/// apart, sign-extended and converted in registers, and with Scaled
+/// multiplied by the group's scales. Every lane of a panel is readable, so
+/// no load is masked.
+template <bool Scaled> struct Int8GroupRows {
+  const int8_t *values;
+  __m512 scale[kDirectVectors];
+
+  __attribute__((target("avx512f"), always_inline)) void
+  load(int64_t p, __m512 (&vectors)[kDirectVectors]) const {
+    for (int q = 0; q < kDirectVectors; ++q) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+          values + p * kWeightPanelWidth + q * kLanes));
+      vectors[q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+      if constexpr (Scaled)
+        vectors[q] = _mm512_mul_ps(vectors[q], scale[q]);
+    }
+  }
+};
+
+/// The accumulators of up to 4 rows × 4 zmm of C. One row has only
+/// kDirectVectors of them, each FMA waiting on the last: too few to keep two
+/// FMA pipes busy, so it sums even and odd steps of k apart and adds them at
+/// the end.
+template <int Rows, bool Masked> struct DirectTile {
+  static constexpr int Chains = Rows == 1 ? 2 : 1;
   __mmask16 mask[kDirectVectors];
   __m512 acc[Chains][Rows][kDirectVectors];
-  for (int q = 0; q < kDirectVectors; ++q) {
-    mask[q] = laneMask(cols - q * kLanes);
-    for (int chain = 0; chain < Chains; ++chain)
-      for (int r = 0; r < Rows; ++r)
-        acc[chain][r][q] = _mm512_setzero_ps();
-  }
-  int64_t p = 0;
-  for (; p + Chains <= k; p += Chains, b += Chains * ldb)
-    for (int chain = 0; chain < Chains; ++chain)
-      directStep<Rows, Masked>(a, lda, p + chain, b + chain * ldb, mask,
-                               acc[chain]);
-  for (; p < k; ++p, b += ldb)
-    directStep<Rows, Masked>(a, lda, p, b, mask, acc[0]);
-  for (int r = 0; r < Rows; ++r)
+
+  __attribute__((target("avx512f"), always_inline)) explicit DirectTile(
+      int64_t cols) {
     for (int q = 0; q < kDirectVectors; ++q) {
-      for (int chain = 1; chain < Chains; ++chain)
-        acc[0][r][q] = _mm512_add_ps(acc[0][r][q], acc[chain][r][q]);
-      float *out = c + r * ldc + q * kLanes;
-      if (accumulate)
-        acc[0][r][q] =
-            _mm512_add_ps(acc[0][r][q], loadStripVector<Masked>(out, mask[q]));
-      if constexpr (Masked)
-        _mm512_mask_storeu_ps(out, mask[q], acc[0][r][q]);
-      else
-        _mm512_storeu_ps(out, acc[0][r][q]);
+      mask[q] = laneMask(cols - q * kLanes);
+      for (int chain = 0; chain < Chains; ++chain)
+        for (int r = 0; r < Rows; ++r)
+          acc[chain][r][q] = _mm512_setzero_ps();
     }
+  }
+
+  /// acc[r] += A[r, p] · B's row p for p in [begin, end), for the Rows rows.
+  template <typename BRows>
+  __attribute__((target("avx512f"), always_inline)) void
+  accumulate(const float *a, int64_t lda, int64_t begin, int64_t end,
+             const BRows &b) {
+    int64_t p = begin;
+    for (; p + Chains <= end; p += Chains)
+      for (int chain = 0; chain < Chains; ++chain)
+        step(a, lda, p + chain, b, acc[chain]);
+    for (; p < end; ++p)
+      step(a, lda, p, b, acc[0]);
+  }
+
+  template <typename BRows>
+  __attribute__((target("avx512f"), always_inline)) static void
+  step(const float *a, int64_t lda, int64_t p, const BRows &b,
+       __m512 (&sums)[Rows][kDirectVectors]) {
+    __m512 vectors[kDirectVectors];
+    b.load(p, vectors);
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 scalar = _mm512_set1_ps(a[r * lda + p]);
+      for (int q = 0; q < kDirectVectors; ++q)
+        sums[r][q] = _mm512_fmadd_ps(scalar, vectors[q], sums[r][q]);
+    }
+  }
+
+  /// C[0:Rows, 0:cols] = the sums (+ C with `add`).
+  __attribute__((target("avx512f"), always_inline)) void
+  store(float *c, int64_t ldc, bool add) {
+    for (int r = 0; r < Rows; ++r)
+      for (int q = 0; q < kDirectVectors; ++q) {
+        for (int chain = 1; chain < Chains; ++chain)
+          acc[0][r][q] = _mm512_add_ps(acc[0][r][q], acc[chain][r][q]);
+        float *out = c + r * ldc + q * kLanes;
+        if (add)
+          acc[0][r][q] = _mm512_add_ps(acc[0][r][q],
+                                       loadStripVector<Masked>(out, mask[q]));
+        if constexpr (Masked)
+          _mm512_mask_storeu_ps(out, mask[q], acc[0][r][q]);
+        else
+          _mm512_storeu_ps(out, acc[0][r][q]);
+      }
+  }
+};
+
+/// A strip of an f32 B: rows ldb apart.
+struct FloatStrip {
+  const float *b;
+  int64_t ldb;
+};
+
+/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip or an Int8Strip,
+/// the latter one group of rows (one set of scales) at a time.
+template <int Rows, bool Masked, typename Strip>
+__attribute__((target("avx512f"), always_inline)) inline void
+avx512DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
+                 float *c, int64_t ldc, int64_t cols, bool accumulate) {
+  DirectTile<Rows, Masked> tile(cols);
+  if constexpr (std::is_same_v<Strip, FloatStrip>) {
+    tile.accumulate(a, lda, 0, k, FloatRows<Masked>{b.b, b.ldb, tile.mask});
+  } else {
+    // One or two rows do too few FMAs per converted value to hide a
+    // multiply by the scale, which then bounds the kernel below the memory
+    // roofline: they sum a group's products of the raw values and scale
+    // the sums once at the group's end. More rows would run out of
+    // registers for the group's sums, and hide the multiply anyway.
+    constexpr bool kScaleSums = Rows <= 2;
+    const float *scales = b.scales;
+    for (int64_t p = 0, groupEnd = b.firstGroupRows; p < k;
+         groupEnd += b.groupSize, scales += kWeightPanelWidth) {
+      Int8GroupRows<!kScaleSums> rows{b.values, {}};
+      for (int q = 0; q < kDirectVectors; ++q)
+        rows.scale[q] = _mm512_loadu_ps(scales + q * kLanes);
+      const int64_t end = std::min(k, groupEnd);
+      if constexpr (kScaleSums) {
+        DirectTile<Rows, Masked> group(cols);
+        group.accumulate(a, lda, p, end, rows);
+        for (int chain = 0; chain < tile.Chains; ++chain)
+          for (int r = 0; r < Rows; ++r)
+            for (int q = 0; q < kDirectVectors; ++q)
+              tile.acc[0][r][q] = _mm512_fmadd_ps(group.acc[chain][r][q],
+                                                  rows.scale[q], tile.acc[0][r][q]);
+      } else {
+        tile.accumulate(a, lda, p, end, rows);
+      }
+      p = end;
+    }
+  }
+  tile.store(c, ldc, accumulate);
 }
 
-/// avx512DirectRows for a whole strip of 64 columns or a partial one.
-template <int Rows>
+/// avx512DirectRows for 1 to 4 rows of a whole strip of 64 columns or a
+/// partial one.
+template <typename Strip>
 __attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectStrip(int64_t k, const float *a, int64_t lda, const float *b,
-                  int64_t ldb, float *c, int64_t ldc, int64_t cols,
+avx512DirectStrip(int64_t k, const float *a, int64_t lda, const Strip &b,
+                  float *c, int64_t ldc, int64_t rows, int64_t cols,
                   bool accumulate) {
-  if (cols == kDirectColumns)
-    avx512DirectRows<Rows, false>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  else
-    avx512DirectRows<Rows, true>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
+  const bool whole = cols == kDirectColumns;
+#define KILN_DIRECT_ROWS(R)                                                    \
+  return whole ? avx512DirectRows<R, false>(k, a, lda, b, c, ldc, cols,        \
+                                            accumulate)                        \
+               : avx512DirectRows<R, true>(k, a, lda, b, c, ldc, cols,         \
+                                           accumulate)
+  switch (rows) {
+  case 1:
+    KILN_DIRECT_ROWS(1);
+  case 2:
+    KILN_DIRECT_ROWS(2);
+  case 3:
+    KILN_DIRECT_ROWS(3);
+  default:
+    KILN_DIRECT_ROWS(4);
+  }
+#undef KILN_DIRECT_ROWS
 }
 
 __attribute__((target("avx512f"))) void
 avx512Direct(int64_t k, const float *a, int64_t lda, const float *b,
              int64_t ldb, float *c, int64_t ldc, int64_t rows, int64_t cols,
              bool accumulate) {
-  switch (rows) {
-  case 1:
-    return avx512DirectStrip<1>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  case 2:
-    return avx512DirectStrip<2>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  case 3:
-    return avx512DirectStrip<3>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  default:
-    return avx512DirectStrip<4>(k, a, lda, b, ldb, c, ldc, cols, accumulate);
-  }
+  avx512DirectStrip(k, a, lda, FloatStrip{b, ldb}, c, ldc, rows, cols,
+                    accumulate);
+}
+
+__attribute__((target("avx512f"))) void
+avx512DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
+                 float *c, int64_t ldc, int64_t rows, int64_t cols,
+                 bool accumulate) {
+  avx512DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
 }
 
 static_assert(kWeightPanelWidth % kColumns == 0 &&
@@ -184,7 +290,7 @@ static_assert(kDirectRows == 4, "avx512Direct handles 1 to 4 rows");
 // kc = 384 keeps the passes over C, one per kc of depth, few.
 const GemmMicrokernel avx512Microkernel{
     avx512Kernel, kRows,        kColumns,      /*kc=*/384, /*mc=*/960,
-    /*nc=*/256,   avx512Direct, kDirectColumns};
+    /*nc=*/256,   avx512Direct, kDirectColumns, avx512DirectInt8};
 
 } // namespace kiln::rt::detail
 

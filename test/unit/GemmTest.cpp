@@ -5,6 +5,7 @@
 // padding, so a read past a row or an accumulation into stale C shows up.
 //
 //===----------------------------------------------------------------------===//
+#include "kiln/runtime.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/ThreadPool.h"
 #include "test/unit/PerIsaTest.h"
@@ -91,6 +92,51 @@ struct WeightMatrix {
   /// B[p][j] of the product.
   float at(int64_t p, int64_t j) const {
     return layout == GemmLayout::Transposed ? stored.at(j, p) : stored.at(p, j);
+  }
+};
+
+/// A k×n B as an Int8Weight: random values in [-127, 127] and positive
+/// scales, one per column and group of `groupSize` rows, in panels with
+/// `padding` rows of junk (NaN scales) between them, and zeros past n in
+/// the last, as the layout requires. `dequantized` is B in f32, each
+/// element value · scale rounded once, as the kernels compute it.
+struct Int8Matrix {
+  int64_t groupSize, ld, scalesLd;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  WeightMatrix dequantized;
+
+  Int8Matrix(int64_t k, int64_t n, int64_t groupSize, int64_t padding,
+             std::mt19937 &rng)
+      : groupSize(groupSize), ld((k + padding) * kWeightPanelWidth),
+        scalesLd(((k + groupSize - 1) / groupSize + padding) * kWeightPanelWidth),
+        dequantized(GemmLayout::RowMajor, Matrix(k, n, 0, rng), 0) {
+    const int64_t panels = (n + kWeightPanelWidth - 1) / kWeightPanelWidth;
+    values.assign(std::max<int64_t>(1, panels * ld), 0x55);
+    scales.assign(std::max<int64_t>(1, panels * scalesLd), kNaN);
+    std::uniform_int_distribution<int> value(-127, 127);
+    std::uniform_real_distribution<float> scale(1e-4f, 1e-2f);
+    for (int64_t panel = 0; panel < panels; ++panel)
+      for (int64_t lane = 0; lane < kWeightPanelWidth; ++lane) {
+        const int64_t j = panel * kWeightPanelWidth + lane;
+        for (int64_t p = 0; p < k; ++p) {
+          float &groupScale = scales[panel * scalesLd +
+                                     p / groupSize * kWeightPanelWidth + lane];
+          int8_t &element = values[panel * ld + p * kWeightPanelWidth + lane];
+          if (j >= n) {
+            groupScale = 0.0f;
+            element = 0;
+            continue;
+          }
+          if (p % groupSize == 0)
+            groupScale = scale(rng);
+          element = static_cast<int8_t>(value(rng));
+          dequantized.stored.at(p, j) = static_cast<float>(element) * groupScale;
+        }
+      }
+  }
+  Int8Weight weight() const {
+    return {values.data(), ld, scales.data(), scalesLd, groupSize};
   }
 };
 
@@ -365,6 +411,69 @@ TEST_P(SgemmTest, EpilogueSpecialValues) {
   }
 }
 
+TEST_P(SgemmTest, Int8WeightMatchesDequantizedProduct) {
+  // Rows through the direct path (1 to 4 at a time, up to kStreamedRows),
+  // past it (packed A, the values dequantized panel by panel) and across
+  // the direct path's depth pieces (k > 1024) with groups that do and do
+  // not line up with them; partial strips, one column, groups of one row,
+  // groups that do not divide k, and panels with junk between them.
+  struct Int8Case {
+    int64_t n, k, groupSize;
+  };
+  ThreadPool twoThreads(2);
+  std::mt19937 rng(17);
+  for (const Int8Case &weightCase :
+       {Int8Case{1, 1, 1}, Int8Case{17, 37, 7}, Int8Case{64, 128, 128},
+        Int8Case{70, 300, 32}, Int8Case{130, 129, 128}, Int8Case{200, 1030, 64},
+        Int8Case{70, 1100, 100}, Int8Case{33, 5, 1}}) {
+    for (int64_t padding : {0, 2}) {
+      const Int8Matrix b(weightCase.k, weightCase.n, weightCase.groupSize,
+                         padding, rng);
+      for (int64_t m : {1, 2, 3, 4, 5, 9, 32, 33, 70}) {
+        const Matrix a(m, weightCase.k, padding, rng);
+        for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
+          Matrix c(m, weightCase.n, padding, rng);
+          std::fill(c.data.begin(), c.data.end(), kNaN);
+          sgemmInt8Weight(m, weightCase.n, weightCase.k, a.data.data(), a.ld,
+                          b.weight(), c.data.data(), c.ld, pool);
+          expectProduct(a, b.dequantized, c,
+                        shapeName({m, weightCase.n, weightCase.k}) + " group " +
+                            std::to_string(weightCase.groupSize) + " padding " +
+                            std::to_string(padding) +
+                            (pool ? " 2 threads" : " serial"));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(SgemmTest, Int8WeightAppliesEpilogue) {
+  // The epilogue after an int8 weight's product, direct and packed.
+  std::mt19937 rng(19);
+  const int64_t n = 70, k = 200;
+  const Int8Matrix b(k, n, 64, 1, rng);
+  const Matrix bias(1, n, 0, rng);
+  for (int64_t m : {3, 40}) {
+    const Matrix a(m, k, 0, rng), residual(m, n, 2, rng);
+    GemmEpilogue epilogue;
+    epilogue.bias = bias.data.data();
+    epilogue.activation = GemmActivation::Relu;
+    epilogue.residual = residual.data.data();
+    epilogue.ldr = residual.ld;
+    Matrix c(m, n, 0, rng);
+    sgemmInt8Weight(m, n, k, a.data.data(), a.ld, b.weight(), c.data.data(),
+                    c.ld, nullptr, epilogue);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = bias.at(0, j);
+        for (int64_t p = 0; p < k; ++p)
+          sum += double(a.at(i, p)) * b.dequantized.at(p, j);
+        ASSERT_NEAR(c.at(i, j), std::max(sum, 0.0) + residual.at(i, j), 1e-5)
+            << m << " rows, at [" << i << "," << j << "]";
+      }
+  }
+}
+
 TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
   std::mt19937 rng(7);
   const Matrix a(301, 700, 0, rng), b(700, 203, 0, rng);
@@ -379,6 +488,26 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
 
 KILN_INSTANTIATE_PER_ISA(SgemmTest);
 
+/// kiln_ukernel_linear's parameters for C = A·B, B f32 in layout code
+/// `layout`, without an epilogue.
+kiln_linear_params_t linearParams(int64_t m, int64_t n, int64_t k,
+                                  const Matrix &a, const void *b, int64_t ldb,
+                                  int64_t layout, Matrix &c) {
+  kiln_linear_params_t params{};
+  params.m = m;
+  params.n = n;
+  params.k = k;
+  params.a = a.data.data();
+  params.lda = a.ld;
+  params.weight = b;
+  params.weight_stride = ldb;
+  params.weight_layout = layout;
+  params.weight_dtype = KILN_DTYPE_F32;
+  params.out = c.data.data();
+  params.ldc = c.ld;
+  return params;
+}
+
 TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
   // Generated code passes the kiln dialect's Activation value (KilnBase.td:
   // relu 1, gelu 2, gelu_tanh 3, silu 4; 0 when there is none) as is.
@@ -392,10 +521,15 @@ TEST(KilnUkernelLinearTest, ActivationCodesAreTheDialectsEnum) {
       gate(m, n, 3, rng), residual(m, n, 2, rng);
   for (auto [code, activation] : codes) {
     Matrix c(m, n, 1, rng);
-    kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data.data(), b.ld,
-                        /*b_layout=*/0, bias.data.data(), code,
-                        gate.data.data(), gate.ld, residual.data.data(),
-                        residual.ld, c.data.data(), c.ld);
+    kiln_linear_params_t params =
+        linearParams(m, n, k, a, b.data.data(), b.ld, /*layout=*/0, c);
+    params.bias = bias.data.data();
+    params.activation = code;
+    params.gate = gate.data.data();
+    params.ldg = gate.ld;
+    params.residual = residual.data.data();
+    params.ldr = residual.ld;
+    kiln_ukernel_linear(&params);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double sum = bias.at(0, j);
@@ -424,25 +558,59 @@ TEST(KilnUkernelLinearTest, LayoutCodesAreTheCompilersEnum) {
     for (auto [code, layout] : codes) {
       const WeightMatrix b(layout, k, n, 1, rng);
       Matrix c(m, n, 1, rng);
-      kiln_ukernel_linear(m, n, k, a.data.data(), a.ld, b.data(), b.ld(), code,
-                          nullptr, 0, nullptr, 0, nullptr, 0, c.data.data(),
-                          c.ld);
+      const kiln_linear_params_t params =
+          linearParams(m, n, k, a, b.data(), b.ld(), code, c);
+      kiln_ukernel_linear(&params);
       expectProduct(a, b, c, "code " + std::to_string(code));
     }
+  }
+}
+
+TEST(KilnUkernelLinearTest, Int8WeightThroughTheParameterStruct) {
+  // weight_dtype KILN_DTYPE_I8 with packed panels, scales and group size
+  // as kiln-quantize-weights lays them out, direct (2 rows) and packed (40).
+  std::mt19937 rng(6);
+  const int64_t n = 70, k = 150;
+  const Int8Matrix b(k, n, 64, 1, rng);
+  for (int64_t m : {2, 40}) {
+    const Matrix a(m, k, 0, rng);
+    Matrix c(m, n, 1, rng);
+    kiln_linear_params_t params =
+        linearParams(m, n, k, a, b.values.data(), b.ld, /*layout=*/2, c);
+    params.weight_dtype = KILN_DTYPE_I8;
+    params.scales = b.scales.data();
+    params.scales_stride = b.scalesLd;
+    params.group_size = b.groupSize;
+    kiln_ukernel_linear(&params);
+    expectProduct(a, b.dequantized, c, std::to_string(m) + " rows");
   }
 }
 
 TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
   // Outside a run the trap reports and aborts; inside one it ends the run.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const float a = 1, b = 1;
-  float c = 0;
-  auto linear = [&](int64_t layout, int64_t activation) {
-    kiln_ukernel_linear(1, 1, 1, &a, 1, &b, 1, layout, nullptr, activation,
-                        nullptr, 0, nullptr, 0, &c, 1);
+  std::mt19937 rng(1);
+  const Matrix a(1, 1, 0, rng), b(1, 1, 0, rng);
+  Matrix c(1, 1, 0, rng);
+  auto linear = [&](int64_t layout, int64_t activation, int64_t dtype,
+                    int64_t groupSize) {
+    kiln_linear_params_t params =
+        linearParams(1, 1, 1, a, b.data.data(), 1, layout, c);
+    params.activation = activation;
+    params.weight_dtype = dtype;
+    params.group_size = groupSize;
+    kiln_ukernel_linear(&params);
   };
-  EXPECT_DEATH(linear(0, 5), "kiln_ukernel_linear: unknown activation code");
-  EXPECT_DEATH(linear(3, 0), "kiln_ukernel_linear: unknown weight layout code");
+  EXPECT_DEATH(linear(0, 5, KILN_DTYPE_F32, 0),
+               "kiln_ukernel_linear: unknown activation code");
+  EXPECT_DEATH(linear(3, 0, KILN_DTYPE_F32, 0),
+               "kiln_ukernel_linear: unknown weight layout code");
+  EXPECT_DEATH(linear(0, 0, KILN_DTYPE_F16, 0),
+               "kiln_ukernel_linear: unknown weight dtype");
+  EXPECT_DEATH(linear(0, 0, KILN_DTYPE_I8, 1),
+               "an int8 weight must be packed in panels");
+  EXPECT_DEATH(linear(2, 0, KILN_DTYPE_I8, 0),
+               "an int8 weight must be packed in panels");
 }
 
 TEST(GemmIsaTest, NamesAndLimits) {

@@ -2,7 +2,7 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
-// [--disable=fusion,...] [--report=FILE.json]
+// [--disable=fusion,...] [--quantize=int8-weight] [--report=FILE.json]
 //
 // Each stage that fails says so: reading, parsing, checking, importing, or
 // writing the output. The exit code is non-zero on any failure.
@@ -106,6 +106,27 @@ cl::opt<int64_t> kvBlockSize("kv-block-size",
                              cl::desc("Tokens per block of a paged KV cache"),
                              cl::init(16), cl::cat(kilncCategory));
 
+enum class Quantization { None, Int8Weight };
+cl::opt<Quantization> quantize(
+    "quantize", cl::desc("Quantize the weights"), cl::init(Quantization::None),
+    cl::values(clEnumValN(Quantization::None, "none", "f32 weights, as exported"),
+               clEnumValN(Quantization::Int8Weight, "int8-weight",
+                          "weight-only int8: the packed weights of the products "
+                          "as int8 with a scale per column and group of rows; "
+                          "activations stay f32")),
+    cl::cat(kilncCategory));
+
+cl::opt<int64_t> quantGroupSize(
+    "quant-group-size",
+    cl::desc("Rows of a weight's column that share one scale under --quantize"),
+    cl::init(128), cl::cat(kilncCategory));
+
+cl::opt<bool> quantizeLmHead(
+    "quantize-lm-head",
+    cl::desc("Under --quantize, quantize the product that makes the model's "
+             "results (its LM head) too; it stays f32 by default"),
+    cl::init(false), cl::cat(kilncCategory));
+
 cl::opt<std::string> reportPath(
     "report",
     cl::desc("Write what each compiler pass did (op counts, ops created and "
@@ -198,6 +219,20 @@ int main(int argc, char **argv) {
     return failStage("reading the options", "--kv-block-size must be in [1, 4096]");
   if (kvCache == KvCacheKind::Paged)
     compileOptions.optimizations.pagedKvBlockSize = kvBlockSize;
+  if (quantize == Quantization::Int8Weight) {
+    if (!compileOptions.optimizations.packWeights)
+      return failStage("reading the options",
+                       "--quantize=int8-weight quantizes packed weights, which "
+                       "--disable=pack-weights turns off");
+    if (quantGroupSize < 1)
+      return failStage("reading the options", "--quant-group-size must be positive");
+    compileOptions.optimizations.quantizeWeights = true;
+    compileOptions.optimizations.quantizeGroupSize = quantGroupSize;
+    compileOptions.optimizations.quantizeLmHead = quantizeLmHead;
+  } else if (quantizeLmHead || quantGroupSize.getNumOccurrences()) {
+    return failStage("reading the options",
+                     "--quant-group-size and --quantize-lm-head need --quantize");
+  }
   kiln::PassReport report;
   if (!reportPath.empty()) {
     if (emitKind == EmitKind::Kiln || emitKind == EmitKind::Summary)

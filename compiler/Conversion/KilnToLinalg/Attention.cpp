@@ -29,10 +29,6 @@ namespace {
 
 using namespace lowering;
 
-Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
-  return b.create<arith::ConstantIntOp>(loc, value, 64);
-}
-
 /// Appends a buffer's pointer and its four strides, or a null pointer and
 /// zeros when there is none.
 void appendBuffer(OpBuilder &b, Location loc, const UkernelBuffer *buffer,
@@ -317,24 +313,9 @@ struct PagedAttentionLowering : public OpConversionPattern<PagedAttentionOp> {
     appendMask(rewriter, loc, adaptor.getBias(), slots);
     slots.push_back(doubleBits(op.getScale()));
     appendBuffer(rewriter, loc, &outBuffer, slots);
-    if (slots.size() != KILN_PAGED_ATTENTION_SLOTS)
-      return op.emitOpError() << "fills " << slots.size() << " parameter slots, "
-                              << "kiln/kernel_abi.h has " << KILN_PAGED_ATTENTION_SLOTS;
-
-    Type i64 = rewriter.getI64Type();
-    Value params = rewriter.create<memref::AllocaOp>(
-        loc, MemRefType::get({KILN_PAGED_ATTENTION_SLOTS}, i64));
-    for (auto [index, slot] : llvm::enumerate(slots)) {
-      if (isa<LLVM::LLVMPointerType>(slot.getType()))
-        slot = rewriter.create<LLVM::PtrToIntOp>(loc, i64, slot);
-      rewriter.create<memref::StoreOp>(
-          loc, slot, params,
-          ValueRange{rewriter.create<arith::ConstantIndexOp>(loc, index)});
-    }
-    SmallVector<Value> arguments = {describeBuffer(rewriter, loc, params).pointer};
-    auto module = op->getParentOfType<ModuleOp>();
-    rewriter.create<func::CallOp>(
-        loc, getOrDeclareUkernel(module, kPagedAttentionUkernel, arguments), arguments);
+    if (failed(callWithParameterStruct(rewriter, loc, op, kPagedAttentionUkernel,
+                                       slots, KILN_PAGED_ATTENTION_SLOTS)))
+      return failure();
     rewriter.replaceOp(op, rewriter.create<bufferization::ToTensorOp>(
                                loc, resultType, output, /*restrict=*/true,
                                /*writable=*/true));

@@ -9,14 +9,16 @@
 // kiln.einsum becomes one linalg.generic with a loop per letter: the
 // output's letters parallel, the others reductions.
 //
-// kiln.linear, a product with a fused epilogue, becomes a call of the
-// runtime's kiln_ukernel_linear on its operands' buffers, since linalg has no
-// form for an epilogue applied tile by tile.
+// kiln.linear, a product with a fused epilogue (and maybe an int8 weight),
+// becomes a call of the runtime's kiln_ukernel_linear on its operands'
+// buffers, since linalg has no form for an epilogue applied tile by tile.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
 #include "compiler/Conversion/UkernelCalls.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "runtime/include/kiln/kernel_abi.h"
+#include "runtime/include/kiln/runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -234,16 +236,28 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     OpFoldResult rows = flat.rows;
     UkernelBuffer lhs = readBuffer(rewriter, loc, flat.flatInput, true);
     UkernelBuffer rhs = readBuffer(rewriter, loc, weight, true);
-    if (layout == WeightLayout::Panels) {
-      // The microkernels step through a panel's rows 64 floats at a time;
-      // the panels themselves may lie any stride apart (ldb).
-      Value rowStride =
-          rewriter.create<arith::ConstantIntOp>(loc, LinearOp::kPanelWidth, 64);
+    // The microkernels step through a panel's rows 64 elements at a time;
+    // the panels themselves may lie any stride apart.
+    auto checkPanelRows = [&](const UkernelBuffer &panels, StringRef what) {
       check(rewriter, loc, op,
-            rewriter.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                           rhs.strides[1], rowStride),
-            "the packed weight's rows are not " + Twine(LinearOp::kPanelWidth) +
-                " floats apart");
+            rewriter.create<arith::CmpIOp>(
+                loc, arith::CmpIPredicate::eq, panels.strides[1],
+                i64Constant(rewriter, loc, LinearOp::kPanelWidth)),
+            "the packed " + what + " rows are not " +
+                Twine(LinearOp::kPanelWidth) + " elements apart");
+    };
+    if (layout == WeightLayout::Panels)
+      checkPanelRows(rhs, "weight's");
+    // An int8 weight's scales, panels of one row per group.
+    Value scales = nullPointer(rewriter, loc), scalesStride, groupSize;
+    if (op.isQuantized()) {
+      UkernelBuffer scaleBuffer = readBuffer(rewriter, loc, adaptor.getScales(), true);
+      checkPanelRows(scaleBuffer, "scales'");
+      scales = scaleBuffer.pointer;
+      scalesStride = scaleBuffer.strides[0];
+      groupSize = i64Constant(rewriter, loc, *op.getGroupSize());
+    } else {
+      scalesStride = groupSize = i64Constant(rewriter, loc, 0);
     }
     Value bias;
     if (Value biasTensor = adaptor.getBias()) {
@@ -276,18 +290,33 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     UkernelBuffer out = describeBuffer(rewriter, loc, output);
     int64_t activation =
         op.getActivation() ? static_cast<int64_t>(*op.getActivation()) : 0;
-    Value layoutCode = rewriter.create<arith::ConstantIntOp>(
-        loc, static_cast<int64_t>(layout), 64);
-    Value activationCode =
-        rewriter.create<arith::ConstantIntOp>(loc, activation, 64);
-    SmallVector<Value> arguments = {
-        out.sizes[0],   out.sizes[1],   lhs.sizes[1],   lhs.pointer,
-        lhs.strides[0], rhs.pointer,    rhs.strides[0], layoutCode,
-        bias,           activationCode, gate,           gateStride,
-        residual,       residualStride, out.pointer,    out.strides[0]};
-    auto module = op->getParentOfType<ModuleOp>();
-    rewriter.create<func::CallOp>(
-        loc, getOrDeclareUkernel(module, kLinearUkernel, arguments), arguments);
+    kiln_dtype_t weightDtype =
+        op.isQuantized() ? KILN_DTYPE_I8 : KILN_DTYPE_F32;
+    // The slots of kiln_linear_params_t, in declaration order.
+    SmallVector<Value> slots = {
+        out.sizes[0],
+        out.sizes[1],
+        lhs.sizes[1],
+        lhs.pointer,
+        lhs.strides[0],
+        rhs.pointer,
+        rhs.strides[0],
+        i64Constant(rewriter, loc, static_cast<int64_t>(layout)),
+        i64Constant(rewriter, loc, weightDtype),
+        scales,
+        scalesStride,
+        groupSize,
+        bias,
+        i64Constant(rewriter, loc, activation),
+        gate,
+        gateStride,
+        residual,
+        residualStride,
+        out.pointer,
+        out.strides[0]};
+    if (failed(callWithParameterStruct(rewriter, loc, op, kLinearUkernel, slots,
+                                       KILN_LINEAR_SLOTS)))
+      return failure();
     Value product = rewriter.create<bufferization::ToTensorOp>(
         loc, flatType, output, /*restrict=*/true, /*writable=*/true);
     rewriter.replaceOp(op, reshapeRows(rewriter, loc, product, resultType,

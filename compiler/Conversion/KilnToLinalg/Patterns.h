@@ -212,6 +212,18 @@ UkernelBuffer readBuffer(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::Value tensor, bool unitInnerStride = false);
 /// The null !llvm.ptr, for an absent microkernel operand.
 mlir::Value nullPointer(mlir::OpBuilder &b, mlir::Location loc);
+/// An i64 constant.
+mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
+/// Calls microkernel `name` with a pointer to a parameter struct
+/// (kiln/kernel_abi.h) holding `slots` in order: i64 values, or pointers
+/// (stored as integers). Fails, naming both counts, unless there are
+/// `expectedSlots` of them, the struct's size in the header.
+mlir::LogicalResult callWithParameterStruct(mlir::OpBuilder &b,
+                                            mlir::Location loc,
+                                            mlir::Operation *op,
+                                            llvm::StringRef name,
+                                            llvm::ArrayRef<mlir::Value> slots,
+                                            int64_t expectedSlots);
 /// A (possibly dynamic) tensor cast of `value` to `type` when they differ.
 mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                    mlir::RankedTensorType type);

@@ -426,6 +426,35 @@ Value nullPointer(OpBuilder &b, Location loc) {
   return b.create<LLVM::ZeroOp>(loc, LLVM::LLVMPointerType::get(b.getContext()));
 }
 
+Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return b.create<arith::ConstantIntOp>(loc, value, 64);
+}
+
+LogicalResult callWithParameterStruct(OpBuilder &b, Location loc, Operation *op,
+                                      StringRef name, ArrayRef<Value> slots,
+                                      int64_t expectedSlots) {
+  if (static_cast<int64_t>(slots.size()) != expectedSlots)
+    return op->emitOpError() << "fills " << slots.size() << " parameter slots of "
+                             << name << ", kiln/kernel_abi.h has " << expectedSlots;
+  Type i64 = b.getI64Type();
+  auto params = b.create<memref::AllocaOp>(
+      loc, MemRefType::get({expectedSlots}, i64));
+  params->setAttr(kUkernelParamsAttrName, b.getUnitAttr());
+  for (auto [index, slot] : llvm::enumerate(slots)) {
+    Value value = slot;
+    if (isa<LLVM::LLVMPointerType>(value.getType()))
+      value = b.create<LLVM::PtrToIntOp>(loc, i64, value);
+    b.create<memref::StoreOp>(
+        loc, value, params,
+        ValueRange{b.create<arith::ConstantIndexOp>(loc, index)});
+  }
+  SmallVector<Value> arguments = {describeBuffer(b, loc, params).pointer};
+  auto module = op->getParentOfType<ModuleOp>();
+  b.create<func::CallOp>(loc, getOrDeclareUkernel(module, name, arguments),
+                         arguments);
+  return success();
+}
+
 Value castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
   if (value.getType() == type)
     return value;

@@ -197,6 +197,31 @@ LogicalResult LinearOp::verify() {
   if (failed(verifyResultShape(*this, expected, getResult())))
     return failure();
   Type elementType = getType().getElementType();
+  Type weightElement = cast<ShapedType>(getWeight().getType()).getElementType();
+  if (Value scales = getScales()) {
+    if (!weightElement.isInteger(8) || !getPacked() || !getGroupSize() ||
+        *getGroupSize() <= 0)
+      return emitOpError() << "a weight with scales must be packed int8 values "
+                           << "with a positive group_size, got "
+                           << getWeight().getType();
+    ArrayRef<int64_t> scalesShape = shapeOf(scales);
+    int64_t groups = ShapedType::isDynamic(weightK)
+                         ? ShapedType::kDynamic
+                         : llvm::divideCeil(weightK, *getGroupSize());
+    SmallVector<int64_t> expectedScales = {weight[0], groups, kPanelWidth};
+    if (cast<ShapedType>(scales.getType()).getElementType() != elementType ||
+        failed(verifyCompatibleShape(scalesShape, expectedScales)))
+      return emitOpError() << "scales for groups of " << *getGroupSize()
+                           << " rows must be " << formatShape(expectedScales)
+                           << " of " << elementType << ", got "
+                           << scales.getType();
+  } else if (getGroupSize()) {
+    return emitOpError() << "group_size needs scales";
+  } else if (weightElement != elementType) {
+    return emitOpError() << "the weight's element type " << weightElement
+                         << " is not the result's " << elementType
+                         << " (an int8 weight needs scales)";
+  }
   for (Value operand : {getBias(), getGate(), getResidual()})
     if (operand &&
         cast<RankedTensorType>(operand.getType()).getElementType() != elementType)

@@ -192,7 +192,7 @@ def Kiln_MatMulOp : Kiln_Op<"matmul", [Pure,
 }
 
 def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
-    AllElementTypesMatch<["input", "weight", "result"]>]> {
+    AllElementTypesMatch<["input", "result"]>]> {
   let summary = "matrix product by a weight with a fused epilogue";
   let description = [{
     Computes `activation(input · weight + bias) * gate + residual` for
@@ -228,16 +228,30 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     %y = kiln.linear %x, %wp bias %b {packed}
         : (tensor<?x64xf32>, tensor<3x64x64xf32>, tensor<172xf32>) -> tensor<?x172xf32>
     ```
+
+    A packed weight may be quantized by group (`kiln-quantize-weights`
+    does it): int8 values in the panels, and `scales` of the result's
+    element type laid out as panels too, [ceil(N/64), ceil(K/G), 64] for
+    `group_size` G. Weight element [p][j] is value [p][j] times scale
+    [p / G][j]: each column's K values are cut into groups of G rows, each
+    group with its own scale.
+
+    ```mlir
+    %y = kiln.linear %x, %wq scales %s {packed, group_size = 128 : i64}
+        : (tensor<?x256xf32>, tensor<3x256x64xi8>, tensor<3x2x64xf32>) -> tensor<?x172xf32>
+    ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$weight,
+  let arguments = (ins Kiln_FloatTensor:$input,
+                   AnyTypeOf<[Kiln_FloatTensor, TensorOf<[I8]>]>:$weight,
+                   Optional<Kiln_FloatTensor>:$scales,
                    Optional<Kiln_FloatTensor>:$bias,
                    OptionalAttr<Kiln_Activation>:$activation,
                    Optional<Kiln_FloatTensor>:$gate,
                    Optional<Kiln_FloatTensor>:$residual, UnitAttr:$transpose_b,
-                   UnitAttr:$packed);
+                   UnitAttr:$packed, OptionalAttr<I64Attr>:$group_size);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? (`activation` $activation^)?
+    $input `,` $weight (`scales` $scales^)? (`bias` $bias^)? (`activation` $activation^)?
     (`gate` $gate^)? (`residual` $residual^)? attr-dict `:`
     functional-type(operands, results)
   }];
@@ -253,6 +267,8 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     /// The weight's contraction size K and column count N (dynamic when
     /// unknown), whatever its layout.
     std::pair<int64_t, int64_t> getWeightSizes();
+    /// Whether the weight is int8 values with scales by group.
+    bool isQuantized() { return getScales() != nullptr; }
   }];
   let hasVerifier = 1;
 }

@@ -3,8 +3,8 @@
  * generated code fills a struct as an array of int64 slots in declaration
  * order: pointers as integers, floats as the bits of a double. The compiler
  * (compiler/Conversion/KilnToLinalg) and the runtime (runtime/src) both
- * include this header; KILN_PAGED_ATTENTION_SLOTS is checked against the
- * struct's size on both sides.
+ * include this header; each struct's KILN_..._SLOTS is checked against its
+ * size on both sides.
  */
 #ifndef KILN_KERNEL_ABI_H
 #define KILN_KERNEL_ABI_H
@@ -55,9 +55,42 @@ typedef struct kiln_paged_attention_params_s {
 
 #define KILN_PAGED_ATTENTION_SLOTS 47
 
+/* kiln.linear: OUT = activation(A · W + BIAS) · GATE + RESIDUAL for A
+ * [m, k] and OUT [m, n], rows lda and ldc floats apart. W is k×n as
+ * WEIGHT_LAYOUT says (kiln::rt::GemmLayout, the compiler's WeightLayout:
+ * 0 [k, n] rows, 1 [n, k] rows, 2 packed panels), with rows or panels
+ * WEIGHT_STRIDE elements apart. WEIGHT_DTYPE is KILN_DTYPE_F32, or
+ * KILN_DTYPE_I8 for a weight quantized by group (packed panels only): W's
+ * element is its int8 value times the scale of its column's group of
+ * GROUP_SIZE rows, read from SCALES, which are laid out as panels of the
+ * weight's ceil(k / group_size) rows, SCALES_STRIDE floats apart. BIAS (n
+ * floats), GATE (m×n, ldg) and RESIDUAL (m×n, ldr) may be NULL; ACTIVATION
+ * is the kiln dialect's Activation value (0 for none). */
+typedef struct kiln_linear_params_s {
+  int64_t m, n, k;
+  const float *a;
+  int64_t lda;
+  const void *weight;
+  int64_t weight_stride, weight_layout, weight_dtype;
+  const float *scales;
+  int64_t scales_stride, group_size;
+  const float *bias;
+  int64_t activation;
+  const float *gate;
+  int64_t ldg;
+  const float *residual;
+  int64_t ldr;
+  float *out;
+  int64_t ldc;
+} kiln_linear_params_t;
+
+#define KILN_LINEAR_SLOTS 20
+
 #ifdef __cplusplus
 } /* extern "C" */
 static_assert(sizeof(kiln_paged_attention_params_t) == 8 * KILN_PAGED_ATTENTION_SLOTS,
+              "every field of the parameter struct is one 8-byte slot");
+static_assert(sizeof(kiln_linear_params_t) == 8 * KILN_LINEAR_SLOTS,
               "every field of the parameter struct is one 8-byte slot");
 #endif
 

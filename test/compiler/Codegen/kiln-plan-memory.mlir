@@ -195,6 +195,39 @@ func.func @main(%x: memref<16xf32>) -> f32 {
 
 // -----
 
+// Tests that an address stored into a microkernel's parameter struct (an
+// alloca tagged kiln.ukernel_params) is followed to the call that reads the
+// struct: %a lives until that call, after %b's first use, so the two do not
+// share; an address stored into an untagged alloca keeps %c on the heap.
+
+// CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 128 : i64,
+// CHECK-SAME: {bytes = 64 : i64, first = 2 : i64, last = 11 : i64, offset = 0 : i64, op = "a"}
+// CHECK-SAME: heap = [{op = "c", reason = "its address reaches memref.store"}]
+func.func private @kiln_ukernel_linear(i64)
+func.func @main(%x: memref<16xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32> loc("a")
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+  %address = memref.extract_aligned_pointer_as_index %a : memref<16xf32> -> index
+  %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  memref.copy %x, %b : memref<16xf32> to memref<16xf32>
+  %address_i64 = arith.index_cast %address : index to i64
+  %params = memref.alloca() {kiln.ukernel_params} : memref<1xi64>
+  memref.store %address_i64, %params[%c0] : memref<1xi64>
+  %params_address = memref.extract_aligned_pointer_as_index %params : memref<1xi64> -> index
+  %params_i64 = arith.index_cast %params_address : index to i64
+  func.call @kiln_ukernel_linear(%params_i64) : (i64) -> ()
+  %c = memref.alloc() {alignment = 64 : i64} : memref<16xf32> loc("c")
+  %c_address = memref.extract_aligned_pointer_as_index %c : memref<16xf32> -> index
+  %c_i64 = arith.index_cast %c_address : index to i64
+  %other = memref.alloca() : memref<1xi64>
+  memref.store %c_i64, %other[%c0] : memref<1xi64>
+  %first = memref.load %b[%c0] : memref<16xf32>
+  return %first : f32
+}
+
+// -----
+
 // Tests that a buffer returned through a view of it stays on the heap.
 
 // CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 0 : i64,

@@ -2101,9 +2101,11 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // [rows, K] · [K, N]: the input's, gate's and residual's leading dims are
 // flattened, every operand is read with a contiguous last dim
 // (bufferization copies one that is not), the gate's and residual's dims are
-// checked against the result's at run time, the activation is passed as its
-// enum value (gelu_tanh = 3), and the fresh [rows, N] result is reshaped
-// back.
+// checked against the result's at run time, the parameter struct
+// (kiln_linear_params_t, 20 slots on the stack) holds the layout (0, [K, N]),
+// the weight's dtype (1, KILN_DTYPE_F32) and the activation as its enum
+// value (gelu_tanh = 3) in slots 7, 8 and 13, and the fresh [rows, N] result
+// is reshaped back.
 
 // CHECK-LABEL: func.func @linear_epilogue
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x256xf32>, %[[B:[a-zA-Z0-9_]+]]: tensor<256xf32>, %[[G:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>, %[[R:[a-zA-Z0-9_]+]]: tensor<?x?x256xf32>)
@@ -2122,8 +2124,13 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // CHECK: bufferization.to_memref %[[FLATR]] read_only {kiln.read_by = {{.*}}} : memref<?x256xf32, strided<[?, 1], offset: ?>>
 // CHECK: %[[OUT:.+]] = memref.alloc(%[[ROWS]]) : memref<?x256xf32>
 // CHECK: %[[NOTRANSPOSE:.+]] = arith.constant 0 : i64
+// CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[GELUTANH:.+]] = arith.constant 3 : i64
-// CHECK: call @kiln_ukernel_linear({{.*}}, %[[NOTRANSPOSE]], %{{.+}}, %[[GELUTANH]], {{.*}}) : (i64, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i64) -> ()
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: memref.store %[[NOTRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[P:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32>
 // CHECK: %[[Y:.+]] = tensor.reshape %[[P]]
 // CHECK: return %[[Y]]
@@ -2135,10 +2142,13 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // -----
 
 // Tests that an absent bias, gate and residual are null pointers (the gate
-// and residual with stride 0), and that a weight stored [N, K] passes
-// transpose_b = 1.
+// and residual with stride 0), that an f32 weight has no scales (a null
+// pointer, stride 0 and group size 0), and that a weight stored [N, K]
+// passes layout 1.
 
 // CHECK-LABEL: func.func @linear_bare
+// CHECK: %[[NOSCALES:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[ZERO0:.+]] = arith.constant 0 : i64
 // CHECK: %[[NOBIAS:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[NOGATE:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[ZERO:.+]] = arith.constant 0 : i64
@@ -2146,8 +2156,25 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // CHECK: %[[ZERO2:.+]] = arith.constant 0 : i64
 // CHECK: %[[OUT:.+]] = memref.alloc() : memref<8x32xf32>
 // CHECK: %[[TRANSPOSE:.+]] = arith.constant 1 : i64
+// CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[RELU:.+]] = arith.constant 1 : i64
-// CHECK: call @kiln_ukernel_linear(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[TRANSPOSE]], %[[NOBIAS]], %[[RELU]], %[[NOGATE]], %[[ZERO]], %[[NORESIDUAL]], %[[ZERO2]], %{{.+}}, %{{.+}})
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: memref.store %[[TRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
+// CHECK: %[[NOSCALESINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
+// CHECK: memref.store %[[NOSCALESINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: %[[NOBIASINT:.+]] = llvm.ptrtoint %[[NOBIAS]]
+// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
+// CHECK: %[[NOGATEINT:.+]] = llvm.ptrtoint %[[NOGATE]]
+// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
+// CHECK: %[[NORESIDUALINT:.+]] = llvm.ptrtoint %[[NORESIDUAL]]
+// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK-NOT: tensor.reshape
 func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x32xf32> {
   %y = kiln.linear %x, %w activation relu {transpose_b} : (tensor<8x64xf32>, tensor<32x64xf32>) -> tensor<8x32xf32>
@@ -2156,10 +2183,10 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 
 // -----
 
-// Tests that a packed weight passes layout 2 and its panel stride as ldb,
-// that N comes from the result's static last dim (the weight holds 2 panels
-// of 64 for 100 columns; the output is [rows, 100]), and that its rows are
-// checked to be 64 floats apart at run time.
+// Tests that a packed weight passes layout 2 and its panel stride (slots 7
+// and 6), that N comes from the result's static last dim (the weight holds
+// 2 panels of 64 for 100 columns; the output is [rows, 100]), and that its
+// rows are checked to be 64 elements apart at run time.
 
 // CHECK-LABEL: func.func @linear_packed
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x32xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x32x64xf32>)
@@ -2169,12 +2196,45 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 // CHECK: %[[ROW:.+]] = arith.index_cast %[[STRIDES]]#1 : index to i64
 // CHECK: %[[SIXTYFOUR:.+]] = arith.constant 64 : i64
 // CHECK: %[[ROWSOK:.+]] = arith.cmpi eq, %[[ROW]], %[[SIXTYFOUR]] : i64
-// CHECK: cf.assert %[[ROWSOK]], "kiln.linear: the packed weight's rows are not 64 floats apart"
+// CHECK: cf.assert %[[ROWSOK]], "kiln.linear: the packed weight's rows are not 64 elements apart"
 // CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?x100xf32>
 // CHECK: %[[PANELS:.+]] = arith.constant 2 : i64
-// CHECK: call @kiln_ukernel_linear(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[PANEL]], %[[PANELS]],
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: memref.store %[[PANEL]], %[[PARAMS]][%c6{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[PANELS]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
 func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tensor<?x100xf32> {
   %y = kiln.linear %x, %w {packed} : (tensor<?x32xf32>, tensor<2x32x64xf32>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
+// Tests that an int8 weight passes dtype 7 (KILN_DTYPE_I8) in slot 8, and
+// its scales' pointer, panel stride and group size in slots 9 to 11, the
+// scales' rows checked to be 64 elements apart at run time as the
+// weight's are.
+
+// CHECK-LABEL: func.func @linear_int8
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x300xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x300x64xi8>, %[[S:[a-zA-Z0-9_]+]]: tensor<2x3x64xf32>)
+// CHECK: bufferization.to_memref %[[W]] read_only {kiln.read_by = {{.*}}} : memref<2x300x64xi8, strided<[?, ?, 1], offset: ?>>
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed weight's rows are not 64 elements apart"
+// CHECK: %[[SBUF:.+]] = bufferization.to_memref %[[S]] read_only {kiln.read_by = {{.*}}} : memref<2x3x64xf32, strided<[?, ?, 1], offset: ?>>
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}:3, %[[SSTRIDES:.+]]:3 = memref.extract_strided_metadata %[[SBUF]]
+// CHECK: %[[SPTR:.+]] = llvm.inttoptr
+// CHECK: %[[SPANEL:.+]] = arith.index_cast %[[SSTRIDES]]#0 : index to i64
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
+// CHECK: %[[GROUP:.+]] = arith.constant 128 : i64
+// CHECK: %[[I8:.+]] = arith.constant 7 : i64
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: memref.store %[[I8]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
+// CHECK: %[[SINT:.+]] = llvm.ptrtoint %[[SPTR]]
+// CHECK: memref.store %[[SINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[SPANEL]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GROUP]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x3x64xf32>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x3x64xf32>) -> tensor<?x100xf32>
   return %y : tensor<?x100xf32>
 }
 
@@ -2241,14 +2301,18 @@ func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %
 
 // Tests that each activation reaches the kernel as its Activation value,
 // which the runtime reads as its GemmActivation: relu 1, gelu 2,
-// gelu_tanh 3, silu 4, as the tenth argument (an arith.constant, which the
-// printer names after its value).
+// gelu_tanh 3, silu 4, in slot 13 (an arith.constant, which the printer
+// names after its value).
 
 // CHECK-LABEL: func.func @linear_activation_codes
-// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c1_i64{{(_[0-9]+)?}},
-// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c2_i64{{(_[0-9]+)?}},
-// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c3_i64{{(_[0-9]+)?}},
-// CHECK: call @kiln_ukernel_linear({{[^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, [^,]+, }}%c4_i64{{(_[0-9]+)?}},
+// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
 func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
     -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {
   %a = kiln.linear %x, %w activation relu : (tensor<8x64xf32>, tensor<64x32xf32>) -> tensor<8x32xf32>
@@ -2278,7 +2342,7 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // CHECK: bufferization.to_memref %[[LENGTHS]] read_only
 // CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f64
 // CHECK: %[[BITS:.+]] = arith.bitcast %[[SCALE]] : f64 to i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() : memref<47xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<47xi64>
 // CHECK: memref.store %{{.+}}, %[[PARAMS]]
 // CHECK: memref.store %[[W]], %[[PARAMS]]
 // CHECK: %{{.+}} = arith.constant 23 : index

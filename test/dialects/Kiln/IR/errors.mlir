@@ -1046,6 +1046,61 @@ func.func @linear_packed_panels(%x: tensor<4x8xf32>, %w: tensor<3x8x64xf32>) -> 
 
 // -----
 
+// Tests that an int8 weight needs scales.
+func.func @linear_int8_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op the weight's element type 'i8' is not the result's 'f32' (an int8 weight needs scales)}}
+  %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<1x8x64xi8>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that scales need an int8 weight.
+func.func @linear_scales_f32_weight(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed int8 values with a positive group_size, got 'tensor<1x8x64xf32>'}}
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x64xf32>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that an int8 weight must be packed.
+func.func @linear_int8_unpacked(%x: tensor<4x8xf32>, %w: tensor<8x64xi8>, %s: tensor<1x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed int8 values with a positive group_size, got 'tensor<8x64xi8>'}}
+  %y = kiln.linear %x, %w scales %s {group_size = 8 : i64} : (tensor<4x8xf32>, tensor<8x64xi8>, tensor<1x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that an int8 weight needs a positive group size.
+func.func @linear_int8_group_zero(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed int8 values with a positive group_size, got 'tensor<1x8x64xi8>'}}
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 0 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that the scales are panels of ceil(K / group_size) rows: 8 rows in
+// groups of 3 take 3 rows of scales, not 2.
+func.func @linear_int8_scales_shape(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x2x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op scales for groups of 3 rows must be [1, 3, 64] of 'f32', got 'tensor<1x2x64xf32>'}}
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 3 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x2x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a group size means nothing without scales.
+func.func @linear_group_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op group_size needs scales}}
+  %y = kiln.linear %x, %w {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
 // Tests that a packed weight needs a static N.
 func.func @linear_packed_dynamic_n(%x: tensor<4x8xf32>, %w: tensor<2x8x64xf32>) -> tensor<4x?xf32> {
   // expected-error @+1 {{'kiln.linear' op a packed weight for N columns must be [ceil(N/64), K, 64] with N the result's static last dim, got 'tensor<2x8x64xf32>' for 'tensor<4x?xf32>'}}

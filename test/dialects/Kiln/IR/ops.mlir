@@ -546,6 +546,18 @@ func.func @linear_packed(%x: tensor<?x64xf32>, %w: tensor<3x64x64xf32>, %b: tens
 
 // -----
 
+// Tests that linear round-trips with an int8 weight and its scales: 300
+// rows in groups of 128 take 3 rows of scales per panel.
+
+// CHECK-LABEL: func.func @linear_int8
+// CHECK: kiln.linear %{{.+}}, %{{.+}} scales %{{.+}} bias %{{.+}} {group_size = 128 : i64, packed} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x3x64xf32>, tensor<100xf32>) -> tensor<?x100xf32>
+func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x3x64xf32>, %b: tensor<100xf32>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s bias %b {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x3x64xf32>, tensor<100xf32>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
 // Tests that rotary round-trips with cos and sin broadcast over the heads.
 
 // CHECK-LABEL: func.func @rotary

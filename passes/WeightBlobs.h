@@ -1,0 +1,55 @@
+//===- WeightBlobs.h - Reading and replacing constant weights --*- C++ -*-===//
+//
+// The passes that rewrite constant weights (kiln-pack-weights,
+// kiln-quantize-weights) read an f32 weight where it lies, write its
+// replacement as the same kind of attribute, and give a replaced
+// `dense_resource` blob's bytes back as soon as nothing names it, so that a
+// model's weights are held once while it compiles.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_PASSES_WEIGHTBLOBS_H
+#define KILN_PASSES_WEIGHTBLOBS_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <optional>
+#include <vector>
+
+namespace kiln {
+
+/// The f32 values of a constant, read where they are (a splat is expanded
+/// into `storage`), or nothing when its data is not at hand.
+std::optional<llvm::ArrayRef<float>> floatValues(mlir::ElementsAttr value,
+                                                 std::vector<float> &storage);
+
+/// A constant of `type` whose bytes `fill` writes (zeroed first), made as
+/// the same kind of attribute as `original`: a `dense_resource` blob named
+/// after the original's with `suffix` for a weight that was one (written
+/// straight into the blob), else a dense literal.
+mlir::ElementsAttr
+replacementWeight(mlir::ElementsAttr original, mlir::RankedTensorType type,
+                  llvm::StringRef suffix,
+                  llvm::function_ref<void(llvm::MutableArrayRef<char>)> fill);
+
+/// How many operations name each `dense_resource` blob of a module. Erasing
+/// the last reader of a blob empties it, so that a replaced weight's
+/// original is given back (see WeightLoader) before the next weight is
+/// rewritten.
+class BlobReaders {
+public:
+  explicit BlobReaders(mlir::ModuleOp module);
+
+  /// Erases `op`, emptying the blobs that it was the last to name.
+  void erase(mlir::Operation *op);
+
+private:
+  llvm::DenseMap<mlir::DialectResourceBlobManager::BlobEntry *, int64_t> count_;
+};
+
+} // namespace kiln
+
+#endif // KILN_PASSES_WEIGHTBLOBS_H

@@ -1,0 +1,79 @@
+"""Checks kilnc --quantize=int8-weight end to end: each export is compiled
+quantized (groups of 32 rows, so that the tiny models' weights have several
+groups; decoders also with --quantize-lm-head), its --report names the
+weights it quantized, and ONNX Runtime runs the export with exactly those
+weights replaced by their dequantized values (bench/quantization.py redoes
+kiln's quantization in numpy). Kiln's outputs must match within 1e-4 of
+the largest, as the f32 builds do: the int8 kernels compute the same
+products as the dequantized f32 weights. The quantization error itself
+(against the f32 export) is printed, not checked: on random weights it
+says nothing of accuracy (bench/run.py reports it).
+
+usage: compare_quantized.py KILNC KILN_RUN WORK_DIR MODELS_DIR...
+KILN_E2E_ONLY=NAME runs only the models whose file name contains NAME.
+"""
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+sys.path.insert(0, HERE)
+import compare_ort  # noqa: E402
+import harness  # noqa: E402
+import quantization  # noqa: E402
+
+TOLERANCE = 1e-4
+GROUP_SIZE = 32
+
+
+def compare_model(kilnc, kiln_run, model, work_dir):
+    failures = 0
+    model_name = os.path.basename(model)[:-len(".onnx")]
+    cases, dims = compare_ort.model_cases(model)
+    variants = {"int8": []}
+    if cases is compare_ort.DECODER_CASES:
+        variants["int8_lm_head"] = ["--quantize-lm-head"]
+    names = harness.output_names(model)
+    for variant, options in variants.items():
+        artifact = os.path.join(work_dir, f"{model_name}.{variant}.kiln")
+        report_path = os.path.join(work_dir, f"{model_name}.{variant}.json")
+        harness.run_command([kilnc, model, "-o", artifact, "--quantize=int8-weight",
+                             f"--quant-group-size={GROUP_SIZE}", f"--report={report_path}",
+                             *compare_ort.dim_bounds(cases, dims), *options])
+        with open(report_path) as report:
+            record = json.load(report)["quantization"]
+        if not record["weights"]:
+            print(f"FAIL: {model_name} {variant}: no weight was quantized")
+            failures += 1
+            continue
+        reference = os.path.join(work_dir, f"{model_name}.{variant}.dequantized.onnx")
+        quantization.dequantized_model(model, record, reference)
+        for seed, (batch, sequence, past) in enumerate(cases):
+            case = f"{model_name} {variant} batch={batch} sequence={sequence} past={past}"
+            case_dir = os.path.join(work_dir, f"{model_name}_{variant}_{batch}_{sequence}_{past}")
+            for sub in ("inputs", "ort", "ort_f32", "kiln"):
+                os.makedirs(os.path.join(case_dir, sub), exist_ok=True)
+            inputs = harness.make_inputs(model, batch, sequence, past, seed=seed)
+            flags = harness.save_inputs(inputs, os.path.join(case_dir, "inputs"))
+            harness.run_ort(reference, flags, os.path.join(case_dir, "ort"))
+            harness.run_ort(model, flags, os.path.join(case_dir, "ort_f32"))
+            harness.run_kiln(kiln_run, artifact, flags, os.path.join(case_dir, "kiln"))
+            ort = harness.load_outputs(os.path.join(case_dir, "ort"), names)
+            f32 = harness.load_outputs(os.path.join(case_dir, "ort_f32"), names)
+            kiln = harness.load_outputs(os.path.join(case_dir, "kiln"), names)
+            for name in names:
+                error = harness.max_relative_error(kiln[name], ort[name])
+                ok = error <= TOLERANCE
+                failures += not ok
+                quantization_error = harness.max_relative_error(kiln[name], f32[name])
+                print(f"{'PASS' if ok else 'FAIL'}: {case} {name} {list(ort[name].shape)} "
+                      f"max relative error {error:.3g} against the dequantized model "
+                      f"({quantization_error:.3g} against f32, {len(record['weights'])} "
+                      "weights quantized)")
+    return failures
+
+
+if __name__ == "__main__":
+    sys.exit(compare_ort.main(compare_model))
