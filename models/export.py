@@ -18,6 +18,7 @@ import os
 import sys
 from dataclasses import dataclass
 
+import numpy as np
 import onnx
 import torch
 import torch.nn.functional as F
@@ -553,6 +554,23 @@ def llama_spec(size):
 # kiln-serve's tests and `make demo` serve it with text.
 GPT2_VOCAB_CONFIG = dataclasses.replace(GPT2_CONFIG, vocab_size=50257)
 
+# The byte-level Llama that models/train_lm.py trains; its float16 weights
+# are checked in (models/trained/), and it is exported with them at test
+# time for the quantization accuracy test.
+TRAINED_LM_CONFIG = TinyConfig(hidden_size=192, num_layers=4, num_heads=3, num_kv_heads=3,
+                               intermediate_size=512)
+TRAINED_LM_WEIGHTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trained",
+                                  "trained_lm.npz")
+
+
+def trained_lm_spec():
+    model = LlamaForCausalLM(TRAINED_LM_CONFIG)
+    weights = np.load(TRAINED_LM_WEIGHTS)
+    model.load_state_dict({name: torch.from_numpy(weights[name].astype(np.float32))
+                           for name in weights.files})
+    return decoder_spec(model, TRAINED_LM_CONFIG, opset=17)
+
+
 # Made at build or benchmark time, not checked in: the GPT-2-vocabulary model,
 # the d=256, 4-layer encoder (12.6 MB) and the realistic Llama sizes.
 BENCH_ONLY_SPECS = {
@@ -560,7 +578,10 @@ BENCH_ONLY_SPECS = {
                                        opset=14),
     "torch_encoder": lambda: torch_encoder_spec(256, 4, 4, 1024),
     **{f"llama_{size}": (lambda size=size: llama_spec(size)) for size in LLAMA_SIZES},
+    "trained_lm": trained_lm_spec,
 }
+# Exports whose weights were trained: their norms are left as learned.
+TRAINED_SPECS = {"trained_lm"}
 # The architecture of each Llama export, written next to it as NAME.json so
 # that the benchmark can count a step's bytes and FLOPs.
 ARCHITECTURES = {f"llama_{size}": (cfg, tied) for size, (cfg, tied) in LLAMA_SIZES.items()}
@@ -653,7 +674,8 @@ def export_model(name, out_dir):
     torch.manual_seed(SEED)  # per model, so output doesn't depend on which models are chosen
     spec = ALL_SPECS[name]()
     spec.module.eval()
-    randomize_norm_params(spec.module)
+    if name not in TRAINED_SPECS:
+        randomize_norm_params(spec.module)
     path = os.path.join(out_dir, f"{name}.onnx")
     if name in ARCHITECTURES:
         cfg, tied = ARCHITECTURES[name]

@@ -97,6 +97,14 @@ void genericDirectInt8(int64_t k, const float *a, int64_t lda,
   }
 }
 
+void genericDequantizeInt8(const detail::Int8Strip &b, int64_t depth,
+                           int64_t cols, float *out) {
+  forEachInt8Row(b, depth, [&](int64_t p, const int8_t *values, const float *scales) {
+    for (int64_t j = 0; j < cols; ++j)
+      out[p * cols + j] = static_cast<float>(values[j]) * scales[j];
+  });
+}
+
 static_assert(kWeightPanelWidth % kGenericNr == 0 &&
                   kWeightPanelWidth % kGenericDirectCols == 0,
               "a strip must lie inside one panel of a packed weight");
@@ -104,7 +112,7 @@ static_assert(kWeightPanelWidth % kGenericNr == 0 &&
 constexpr detail::GemmMicrokernel genericMicrokernelInfo{
     genericMicrokernel, kGenericMr,    kGenericNr,        /*kc=*/256,
     /*mc=*/1024,        /*nc=*/256,    genericDirect,     kGenericDirectCols,
-    genericDirectInt8};
+    genericDirectInt8,  genericDequantizeInt8};
 
 //===----------------------------------------------------------------------===//
 // ISA choice
@@ -257,24 +265,15 @@ void zeroUnusedLanes(int64_t used, int64_t stride, int64_t depth,
       std::fill(packed + p * stride + used, packed + (p + 1) * stride, 0.0f);
 }
 
-/// Writes strip `b`'s kc rows of nr columns, multiplied back to f32, to
-/// `packed` row by row.
-void dequantizeStrip(const detail::Int8Strip &b, int64_t kc, int64_t nr,
-                     float *packed) {
-  forEachInt8Row(b, kc, [&](int64_t p, const int8_t *values, const float *scales) {
-    for (int64_t j = 0; j < nr; ++j)
-      packed[p * nr + j] = static_cast<float>(values[j]) * scales[j];
-  });
-}
-
 /// Packs B[p0:p0+kc, j0:j0+nc] as consecutive kc×nr strips, each row by row.
-void packBPanel(const GemmOperands &g, int64_t p0, int64_t kc, int64_t j0,
-                int64_t nc, int64_t nr, float *packed) {
+void packBPanel(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
+                int64_t p0, int64_t kc, int64_t j0, int64_t nc, float *packed) {
+  const int64_t nr = kernel.nr;
   for (int64_t js = 0; js < nc; js += nr, packed += kc * nr) {
     const int64_t width = std::min(nr, nc - js);
     if (g.int8) {
       // The strip lies in one panel, whose lanes past n are zeros.
-      dequantizeStrip(g.int8StripAt(p0, j0 + js), kc, nr, packed);
+      kernel.dequantizeInt8(g.int8StripAt(p0, j0 + js), kc, nr, packed);
       continue;
     }
     if (g.bLayout == GemmLayout::Transposed) {
@@ -332,7 +331,7 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
       for (int64_t j0 = colBegin; j0 < colEnd; j0 += nc) {
         const int64_t panelCols = std::min(nc, colEnd - j0);
         if (!prepacked)
-          packBPanel(g, p0, depth, j0, panelCols, nr, bPanel);
+          packBPanel(kernel, g, p0, depth, j0, panelCols, bPanel);
         for (int64_t is = 0; is < blockRows; is += mr)
           for (int64_t js = 0; js < panelCols; js += nr) {
             const int64_t rows = std::min(mr, blockRows - is);
@@ -385,6 +384,10 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
           const bool accumulate = g.accumulate || p > 0;
           const float *a = g.a + i * g.lda + p;
           float *c = g.c + i * g.ldc + j;
+          // Each group of rows converts an int8 strip's values again, in
+          // registers: converting a piece once into a buffer in L2 and
+          // running the f32 kernel on it measured slower at 8 rows and
+          // no faster at 32 (kiln-gemm-bench, 8192 x 8192).
           if (g.int8)
             kernel.runDirectInt8(pieceDepth, a, g.lda, g.int8StripAt(p, j), c,
                                  g.ldc, rows, cols, accumulate);

@@ -170,6 +170,12 @@ struct GemmMicrokernel {
   void (*runDirectInt8)(int64_t k, const float *a, int64_t lda,
                         const Int8Strip &b, float *c, int64_t ldc,
                         int64_t rows, int64_t cols, bool accumulate);
+  /// Writes `depth` rows of `cols` columns of Int8Strip `b` (cols a
+  /// multiple of nr, within one panel) multiplied back to f32 to `out`,
+  /// row by row: the packed strips that the microkernel reads for a
+  /// product of many rows.
+  void (*dequantizeInt8)(const Int8Strip &b, int64_t depth, int64_t cols,
+                         float *out);
 };
 
 /// runDirect's most rows per call.

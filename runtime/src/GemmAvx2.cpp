@@ -224,6 +224,27 @@ avx2DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
   avx2DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
 }
 
+__attribute__((target("avx2"))) void
+avx2DequantizeInt8(const Int8Strip &b, int64_t depth, int64_t cols,
+                   float *out) {
+  const float *scales = b.scales;
+  for (int64_t p = 0, groupEnd = b.firstGroupRows; p < depth;
+       groupEnd += b.groupSize, scales += kWeightPanelWidth) {
+    const int64_t end = std::min(depth, groupEnd);
+    for (int64_t q = 0; q < cols; q += kLanes) {
+      const __m256 scale = _mm256_loadu_ps(scales + q);
+      for (int64_t row = p; row < end; ++row) {
+        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(
+            b.values + row * kWeightPanelWidth + q));
+        _mm256_storeu_ps(out + row * cols + q,
+                         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)),
+                                       scale));
+      }
+    }
+    p = end;
+  }
+}
+
 static_assert(kWeightPanelWidth % kColumns == 0 &&
                   kWeightPanelWidth % kDirectColumns == 0,
               "a strip must lie inside one panel of a packed weight");
@@ -236,7 +257,7 @@ static_assert(kDirectRows == 4, "avx2Direct handles 1 to 4 rows");
 const GemmMicrokernel avx2Microkernel{avx2Kernel, kRows,      kColumns,
                                       /*kc=*/256, /*mc=*/960,
                                       /*nc=*/128, avx2Direct, kDirectColumns,
-                                      avx2DirectInt8};
+                                      avx2DirectInt8, avx2DequantizeInt8};
 
 } // namespace kiln::rt::detail
 

@@ -278,6 +278,27 @@ avx512DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
   avx512DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
 }
 
+__attribute__((target("avx512f"))) void
+avx512DequantizeInt8(const Int8Strip &b, int64_t depth, int64_t cols,
+                     float *out) {
+  const float *scales = b.scales;
+  for (int64_t p = 0, groupEnd = b.firstGroupRows; p < depth;
+       groupEnd += b.groupSize, scales += kWeightPanelWidth) {
+    const int64_t end = std::min(depth, groupEnd);
+    for (int64_t q = 0; q < cols; q += kLanes) {
+      const __m512 scale = _mm512_loadu_ps(scales + q);
+      for (int64_t row = p; row < end; ++row) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+            b.values + row * kWeightPanelWidth + q));
+        _mm512_storeu_ps(out + row * cols + q,
+                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)),
+                                       scale));
+      }
+    }
+    p = end;
+  }
+}
+
 static_assert(kWeightPanelWidth % kColumns == 0 &&
                   kWeightPanelWidth % kDirectColumns == 0,
               "a strip must lie inside one panel of a packed weight");
@@ -290,7 +311,8 @@ static_assert(kDirectRows == 4, "avx512Direct handles 1 to 4 rows");
 // kc = 384 keeps the passes over C, one per kc of depth, few.
 const GemmMicrokernel avx512Microkernel{
     avx512Kernel, kRows,        kColumns,      /*kc=*/384, /*mc=*/960,
-    /*nc=*/256,   avx512Direct, kDirectColumns, avx512DirectInt8};
+    /*nc=*/256,   avx512Direct, kDirectColumns, avx512DirectInt8,
+    avx512DequantizeInt8};
 
 } // namespace kiln::rt::detail
 
