@@ -259,11 +259,14 @@ def _kilnc() -> str:
 def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]] = None,
             kv_cache: Optional[str] = None, kv_block_size: Optional[int] = None,
             cpu: Optional[str] = None, disable: Sequence[str] = (),
-            extra_args: Sequence[str] = ()) -> str:
+            quantize: Optional[str] = None, quant_group_size: Optional[int] = None,
+            quantize_lm_head: bool = False, extra_args: Sequence[str] = ()) -> str:
     """Compiles an ONNX model into a Kiln artifact with kilnc. dims bounds
     symbolic dims ({"batch": (1, 8)}); kv_cache="paged" gives a decoder the
-    engine's paged KV interface. Returns output_path; a refusal raises
-    KilnError with kilnc's message."""
+    engine's paged KV interface; quantize="int8-weight" stores the products'
+    weights as int8 (quant_group_size rows per scale, the LM head too with
+    quantize_lm_head). Returns output_path; a refusal raises KilnError with
+    kilnc's message."""
     command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
     for name, (low, high) in (dims or {}).items():
         command.append(f"--dim={name}={low}:{high}")
@@ -275,6 +278,12 @@ def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]
         command.append(f"--cpu={cpu}")
     if disable:
         command.append("--disable=" + ",".join(disable))
+    if quantize is not None:
+        command.append(f"--quantize={quantize}")
+    if quant_group_size is not None:
+        command.append(f"--quant-group-size={quant_group_size}")
+    if quantize_lm_head:
+        command.append("--quantize-lm-head")
     command += list(extra_args)
     run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
