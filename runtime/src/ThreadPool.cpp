@@ -11,9 +11,36 @@
 #include "runtime/src/ThreadPool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 namespace kiln::rt {
+namespace {
+
+/// How long a thread of the pool waits awake before it sleeps: a worker for
+/// the next job, the caller for the workers to finish theirs. A decode
+/// step's products come tens of microseconds apart, and waking a sleeping
+/// thread costs about as much (a futex and a reschedule); a thread still
+/// awake goes on without either. Bounded so an idle pool gives its cores
+/// back.
+constexpr std::chrono::microseconds kSpinTime{200};
+
+/// Returns once `done()` holds or kSpinTime has passed.
+template <typename Done> void spinUntil(Done &&done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  while (!done()) {
+    // Read the clock only every few dozen pauses.
+    for (int i = 0; i < 64; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return;
+  }
+}
+
+} // namespace
 
 struct ThreadPool::Job {
   Job(const std::function<void(int64_t, int64_t)> &body, int64_t count,
@@ -24,8 +51,9 @@ struct ThreadPool::Job {
   const int64_t count;
   const int64_t numChunks;
   std::atomic<int64_t> nextChunk{0};
-  // Guarded by the pool's mutex_.
-  int activeWorkers = 0;
+  // Changed under the pool's mutex_; read without it by the caller while it
+  // waits awake for the workers.
+  std::atomic<int> activeWorkers{0};
   std::exception_ptr firstError;
 };
 
@@ -65,9 +93,12 @@ void ThreadPool::parallelFor(
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &job;
     ++jobGeneration_;
+    postedGeneration_.store(jobGeneration_, std::memory_order_release);
   }
   jobPosted_.notify_all();
   runChunks(job);
+  // Every chunk is claimed: the workers that took one are finishing it.
+  spinUntil([&] { return job.activeWorkers.load(std::memory_order_acquire) == 0; });
   {
     std::unique_lock<std::mutex> lock(mutex_);
     workersIdle_.wait(lock, [&] { return job.activeWorkers == 0; });
@@ -101,6 +132,13 @@ void ThreadPool::workerLoop() {
   uint64_t seenGeneration = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
+    if (!stopping_ && jobGeneration_ == seenGeneration) {
+      lock.unlock();
+      spinUntil([&] {
+        return postedGeneration_.load(std::memory_order_acquire) != seenGeneration;
+      });
+      lock.lock();
+    }
     jobPosted_.wait(
         lock, [&] { return stopping_ || jobGeneration_ != seenGeneration; });
     if (stopping_)

@@ -60,6 +60,8 @@ private:
   // Guarded by mutex_.
   Job *job_ = nullptr;
   uint64_t jobGeneration_ = 0;
+  /// jobGeneration_, readable without the mutex by spinning workers.
+  std::atomic<uint64_t> postedGeneration_{0};
   bool stopping_ = false;
 };
 
