@@ -27,9 +27,9 @@ constexpr llvm::StringLiteral kPagedAttentionUkernel = "kiln_ukernel_paged_atten
 /// them through it to the call.
 constexpr llvm::StringLiteral kUkernelParamsAttrName = "kiln.ukernel_params";
 
-/// How kiln_ukernel_linear's weight is laid out (its `b_layout`): [K, N] or
-/// [N, K] rows, or kiln.linear's packed panels. The runtime's
-/// kiln::rt::GemmLayout: keep the two in step.
+/// How kiln_ukernel_linear's weight is laid out (kiln_linear_params_t's
+/// `weight_layout`): [K, N] or [N, K] rows, or kiln.linear's packed
+/// panels. The runtime's kiln::rt::GemmLayout: keep the two in step.
 enum class WeightLayout : int64_t { RowMajor = 0, Transposed = 1, Panels = 2 };
 
 /// A memref as a microkernel receives it.

@@ -117,8 +117,6 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
-/// The axis must be known at compile time: it decides which dimension the
-/// generated loop scans.
 /// CumSum along an axis computed at run time: the scan along every axis,
 /// the one the axis names picked by where, after a kiln.assert that it names
 /// one. Rank-many scans where one is used, but a computed axis is rare (the

@@ -73,12 +73,9 @@ void genericDirect(int64_t k, const float *a, int64_t lda, const float *b,
 /// with row p's values and its group's scales.
 template <typename Fn>
 void forEachInt8Row(const detail::Int8Strip &b, int64_t depth, Fn &&fn) {
-  const int8_t *values = b.values;
-  const float *scales = b.scales;
-  for (int64_t p = 0, groupEnd = b.firstGroupRows; p < depth;
-       groupEnd += b.groupSize, scales += kWeightPanelWidth)
-    for (; p < std::min(depth, groupEnd); ++p, values += kWeightPanelWidth)
-      fn(p, values, scales);
+  for (detail::Int8Groups groups{b, depth}; groups.next();)
+    for (int64_t p = groups.begin; p < groups.end; ++p)
+      fn(p, b.values + p * kWeightPanelWidth, groups.scales);
 }
 
 void genericDirectInt8(int64_t k, const float *a, int64_t lda,

@@ -11,6 +11,7 @@
 
 #include "kiln/kernel_abi.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kiln::rt {
@@ -40,8 +41,8 @@ int threadsWorthUsing(ThreadPool *pool, double multiplyAdds);
 int threadsWorthStreaming(ThreadPool *pool, double streamedBytes);
 
 /// How sgemm's B (k×n in the product) is stored. The values are
-/// kiln_ukernel_linear's `b_layout`, which generated code passes as the
-/// compiler's WeightLayout: keep the two in step.
+/// kiln_linear_params_t's `weight_layout`, which generated code fills with
+/// the compiler's WeightLayout: keep the two in step.
 enum class GemmLayout : int64_t {
   RowMajor = 0,   // k rows of n, ldb apart
   Transposed = 1, // n rows of k, ldb apart: the product is by its transpose
@@ -59,8 +60,8 @@ const char *gemmLayoutName(GemmLayout layout);
 /// two in step.
 constexpr int64_t kWeightPanelWidth = 64;
 
-/// The activation of a GEMM epilogue. The values are kiln_ukernel_linear's
-/// `activation` argument, which generated code passes as the kiln dialect's
+/// The activation of a GEMM epilogue. The values are kiln_linear_params_t's
+/// `activation`, which generated code fills with the kiln dialect's
 /// Activation enum: keep the two in step.
 enum class GemmActivation : int64_t {
   None = 0,
@@ -135,6 +136,27 @@ struct Int8Strip {
   const float *scales;
   int64_t groupSize;
   int64_t firstGroupRows;
+};
+
+/// The groups of an Int8Strip's first `depth` rows, in order: after each
+/// next() that returns true, rows [begin, end) share the scales at
+/// `scales`. Every ISA's kernels walk a strip so, one set of scales at a
+/// time.
+struct Int8Groups {
+  const Int8Strip &strip;
+  int64_t depth;
+  int64_t begin = 0, end = 0;
+  const float *scales = nullptr;
+
+  /// Moves to the next group; false once the rows run out.
+  __attribute__((always_inline)) bool next() {
+    if (end >= depth)
+      return false;
+    scales = scales ? scales + kWeightPanelWidth : strip.scales;
+    begin = end;
+    end = std::min(depth, begin + (begin == 0 ? strip.firstGroupRows : strip.groupSize));
+    return true;
+  }
 };
 
 /// What the blocking driver in Gemm.cpp needs to know about one ISA's

@@ -117,6 +117,13 @@ struct FloatRows {
   }
 };
 
+/// 8 int8 values at `from`, sign-extended and converted to f32.
+__attribute__((target("avx2"), always_inline)) inline __m256
+int8ToFloats(const int8_t *from) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(from))));
+}
+
 /// Rows of an Int8Strip within one group: int8 values, kWeightPanelWidth
 /// apart, sign-extended, converted and multiplied by the group's scales in
 /// registers. Every lane of a panel is readable, so no load is masked.
@@ -126,12 +133,9 @@ struct Int8GroupRows {
 
   __attribute__((target("avx2"), always_inline)) void
   load(int64_t p, __m256 (&row)[kDirectVectors]) const {
-    for (int q = 0; q < kDirectVectors; ++q) {
-      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(
-          values + p * kWeightPanelWidth + q * kLanes));
-      row[q] = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)),
+    for (int q = 0; q < kDirectVectors; ++q)
+      row[q] = _mm256_mul_ps(int8ToFloats(values + p * kWeightPanelWidth + q * kLanes),
                              scale[q]);
-    }
   }
 };
 
@@ -169,15 +173,11 @@ avx2DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
     avx2DirectAccumulate<Rows>(a, lda, 0, k, FloatRows{b.b, b.ldb, full, mask},
                                acc);
   } else {
-    const float *scales = b.scales;
-    for (int64_t p = 0, groupEnd = b.firstGroupRows; p < k;
-         groupEnd += b.groupSize, scales += kWeightPanelWidth) {
+    for (Int8Groups groups{b, k}; groups.next();) {
       Int8GroupRows rows{b.values, {}};
       for (int q = 0; q < kDirectVectors; ++q)
-        rows.scale[q] = _mm256_loadu_ps(scales + q * kLanes);
-      const int64_t end = std::min(k, groupEnd);
-      avx2DirectAccumulate<Rows>(a, lda, p, end, rows, acc);
-      p = end;
+        rows.scale[q] = _mm256_loadu_ps(groups.scales + q * kLanes);
+      avx2DirectAccumulate<Rows>(a, lda, groups.begin, groups.end, rows, acc);
     }
   }
   for (int r = 0; r < Rows; ++r)
@@ -227,22 +227,14 @@ avx2DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
 __attribute__((target("avx2"))) void
 avx2DequantizeInt8(const Int8Strip &b, int64_t depth, int64_t cols,
                    float *out) {
-  const float *scales = b.scales;
-  for (int64_t p = 0, groupEnd = b.firstGroupRows; p < depth;
-       groupEnd += b.groupSize, scales += kWeightPanelWidth) {
-    const int64_t end = std::min(depth, groupEnd);
+  for (Int8Groups groups{b, depth}; groups.next();)
     for (int64_t q = 0; q < cols; q += kLanes) {
-      const __m256 scale = _mm256_loadu_ps(scales + q);
-      for (int64_t row = p; row < end; ++row) {
-        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(
-            b.values + row * kWeightPanelWidth + q));
+      const __m256 scale = _mm256_loadu_ps(groups.scales + q);
+      for (int64_t row = groups.begin; row < groups.end; ++row)
         _mm256_storeu_ps(out + row * cols + q,
-                         _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)),
+                         _mm256_mul_ps(int8ToFloats(b.values + row * kWeightPanelWidth + q),
                                        scale));
-      }
     }
-    p = end;
-  }
 }
 
 static_assert(kWeightPanelWidth % kColumns == 0 &&

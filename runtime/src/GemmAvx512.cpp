@@ -107,6 +107,13 @@ template <bool Masked> struct FloatRows {
   }
 };
 
+/// 16 int8 values at `from`, sign-extended and converted to f32.
+__attribute__((target("avx512f"), always_inline)) inline __m512
+int8ToFloats(const int8_t *from) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(from))));
+}
+
 /// Rows of an Int8Strip within one group: int8 values, kWeightPanelWidth
 /// apart, sign-extended and converted in registers, and with Scaled
 /// multiplied by the group's scales. Every lane of a panel is readable, so
@@ -118,9 +125,7 @@ template <bool Scaled> struct Int8GroupRows {
   __attribute__((target("avx512f"), always_inline)) void
   load(int64_t p, __m512 (&vectors)[kDirectVectors]) const {
     for (int q = 0; q < kDirectVectors; ++q) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
-          values + p * kWeightPanelWidth + q * kLanes));
-      vectors[q] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
+      vectors[q] = int8ToFloats(values + p * kWeightPanelWidth + q * kLanes);
       if constexpr (Scaled)
         vectors[q] = _mm512_mul_ps(vectors[q], scale[q]);
     }
@@ -213,25 +218,21 @@ avx512DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
     // the sums once at the group's end. More rows would run out of
     // registers for the group's sums, and hide the multiply anyway.
     constexpr bool kScaleSums = Rows <= 2;
-    const float *scales = b.scales;
-    for (int64_t p = 0, groupEnd = b.firstGroupRows; p < k;
-         groupEnd += b.groupSize, scales += kWeightPanelWidth) {
+    for (Int8Groups groups{b, k}; groups.next();) {
       Int8GroupRows<!kScaleSums> rows{b.values, {}};
       for (int q = 0; q < kDirectVectors; ++q)
-        rows.scale[q] = _mm512_loadu_ps(scales + q * kLanes);
-      const int64_t end = std::min(k, groupEnd);
+        rows.scale[q] = _mm512_loadu_ps(groups.scales + q * kLanes);
       if constexpr (kScaleSums) {
         DirectTile<Rows, Masked> group(cols);
-        group.accumulate(a, lda, p, end, rows);
+        group.accumulate(a, lda, groups.begin, groups.end, rows);
         for (int chain = 0; chain < tile.Chains; ++chain)
           for (int r = 0; r < Rows; ++r)
             for (int q = 0; q < kDirectVectors; ++q)
               tile.acc[0][r][q] = _mm512_fmadd_ps(group.acc[chain][r][q],
                                                   rows.scale[q], tile.acc[0][r][q]);
       } else {
-        tile.accumulate(a, lda, p, end, rows);
+        tile.accumulate(a, lda, groups.begin, groups.end, rows);
       }
-      p = end;
     }
   }
   tile.store(c, ldc, accumulate);
@@ -281,22 +282,14 @@ avx512DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
 __attribute__((target("avx512f"))) void
 avx512DequantizeInt8(const Int8Strip &b, int64_t depth, int64_t cols,
                      float *out) {
-  const float *scales = b.scales;
-  for (int64_t p = 0, groupEnd = b.firstGroupRows; p < depth;
-       groupEnd += b.groupSize, scales += kWeightPanelWidth) {
-    const int64_t end = std::min(depth, groupEnd);
+  for (Int8Groups groups{b, depth}; groups.next();)
     for (int64_t q = 0; q < cols; q += kLanes) {
-      const __m512 scale = _mm512_loadu_ps(scales + q);
-      for (int64_t row = p; row < end; ++row) {
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
-            b.values + row * kWeightPanelWidth + q));
+      const __m512 scale = _mm512_loadu_ps(groups.scales + q);
+      for (int64_t row = groups.begin; row < groups.end; ++row)
         _mm512_storeu_ps(out + row * cols + q,
-                         _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)),
+                         _mm512_mul_ps(int8ToFloats(b.values + row * kWeightPanelWidth + q),
                                        scale));
-      }
     }
-    p = end;
-  }
 }
 
 static_assert(kWeightPanelWidth % kColumns == 0 &&
