@@ -2,9 +2,9 @@
 //
 // Prints GFLOP/s of kiln::rt::sgemm for each ISA this CPU has, on 1 and 2
 // threads, with B stored [K, N], [N, K] and in packed panels (what
-// kiln-pack-weights makes of constant weights), and of sgemmInt8Weight on
-// those panels quantized to int8 by groups of 128 rows (what
-// kiln-quantize-weights makes of them), next to a naive triple loop; and
+// kiln-pack-weights makes of constant weights), and of sgemmQuantizedWeight
+// on those panels quantized to int8 and to 4 bits by groups of 128 rows
+// (what kiln-quantize-weights makes of them), next to a naive triple loop; and
 // the GB/s at which each streams B, the figure that bounds a decode step.
 // Built as build/bin/kiln-gemm-bench; `kiln-gemm-bench 1x192x64 8x256x64`
 // measures those shapes instead of the default ones.
@@ -85,38 +85,61 @@ std::vector<float> layOut(const std::vector<float> &b, const Shape &s,
   return b;
 }
 
-/// Packed panels quantized as kiln-quantize-weights does (symmetric int8,
-/// a scale per column and group of kGroupSize rows).
-struct Int8Panels {
+/// Packed panels quantized as kiln-quantize-weights does, a scale per
+/// column and group of kGroupSize rows: symmetric int8, or 4-bit with a
+/// zero point over the group's range widened to include 0.
+struct QuantizedPanels {
   static constexpr int64_t kGroupSize = 128;
-  std::vector<int8_t> values;
+  QuantizedFormat format;
+  std::vector<uint8_t> values, zeroPoints;
   std::vector<float> scales;
   int64_t ld, scalesLd;
 
-  Int8Weight weight() const {
-    return {values.data(), ld, scales.data(), scalesLd, kGroupSize};
+  QuantizedWeight weight() const {
+    return {format,   values.data(), ld,         scales.data(),
+            zeroPoints.empty() ? nullptr : zeroPoints.data(),
+            scalesLd, kGroupSize};
   }
 };
 
-Int8Panels quantizeToInt8Panels(const std::vector<float> &panels,
-                                const Shape &s) {
+QuantizedPanels quantizePanels(const std::vector<float> &panels, const Shape &s,
+                               QuantizedFormat format) {
   const int64_t w = kWeightPanelWidth, count = (s.n + w - 1) / w;
-  const int64_t groups = (s.k + Int8Panels::kGroupSize - 1) / Int8Panels::kGroupSize;
-  Int8Panels q{std::vector<int8_t>(panels.size()),
-               std::vector<float>(count * groups * w), s.k * w, groups * w};
+  const int64_t groups = (s.k + QuantizedPanels::kGroupSize - 1) / QuantizedPanels::kGroupSize;
+  const int64_t rowBytes = panelRowBytes(format);
+  const bool int8 = format == QuantizedFormat::Int8;
+  QuantizedPanels q{format,
+                    std::vector<uint8_t>(count * s.k * rowBytes),
+                    std::vector<uint8_t>(int8 ? 0 : count * groups * w),
+                    std::vector<float>(count * groups * w),
+                    s.k * rowBytes,
+                    groups * w};
   for (int64_t panel = 0; panel < count; ++panel)
     for (int64_t group = 0; group < groups; ++group)
       for (int64_t lane = 0; lane < w; ++lane) {
-        const int64_t begin = group * Int8Panels::kGroupSize;
-        const int64_t end = std::min(s.k, begin + Int8Panels::kGroupSize);
-        float largest = 0;
-        for (int64_t p = begin; p < end; ++p)
-          largest = std::max(largest, std::fabs(panels[panel * q.ld + p * w + lane]));
-        const float scale = largest / 127.0f;
-        q.scales[panel * q.scalesLd + group * w + lane] = scale;
-        for (int64_t p = begin; p < end && scale > 0; ++p)
-          q.values[panel * q.ld + p * w + lane] = static_cast<int8_t>(
-              std::nearbyint(panels[panel * q.ld + p * w + lane] / scale));
+        const int64_t begin = group * QuantizedPanels::kGroupSize;
+        const int64_t end = std::min(s.k, begin + QuantizedPanels::kGroupSize);
+        auto weight = [&](int64_t p) { return panels[(panel * s.k + p) * w + lane]; };
+        float low = 0, high = 0;
+        for (int64_t p = begin; p < end; ++p) {
+          low = std::min(low, weight(p));
+          high = std::max(high, weight(p));
+        }
+        const int64_t at = panel * q.scalesLd + group * w + lane;
+        const float scale = int8 ? std::max(high, -low) / 127.0f : (high - low) / 15.0f;
+        q.scales[at] = scale;
+        const float zeroPoint = int8 || scale == 0 ? 0 : std::nearbyint(-low / scale);
+        if (!int8)
+          q.zeroPoints[at] = static_cast<uint8_t>(zeroPoint);
+        for (int64_t p = begin; p < end && scale > 0; ++p) {
+          const long value = std::lrint(weight(p) / scale + zeroPoint);
+          uint8_t *row = q.values.data() + panel * q.ld + p * rowBytes;
+          if (int8)
+            row[lane] = static_cast<uint8_t>(static_cast<int8_t>(value));
+          else
+            row[lane % (w / 2)] |= static_cast<uint8_t>(std::clamp(value, 0L, 15L)
+                                                        << (lane / (w / 2) * 4));
+        }
       }
   return q;
 }
@@ -194,13 +217,17 @@ int main(int argc, char **argv) {
                                   layout, c.data(), s.n, pool);
                           }});
     }
-    const Int8Panels int8 = quantizeToInt8Panels(layouts.back(), s);
-    storedBs.push_back({"int8",
-                        1.0 * int8.values.size() + 4.0 * int8.scales.size(),
-                        [&](ThreadPool *pool) {
-                          sgemmInt8Weight(s.m, s.n, s.k, a.data(), s.k,
-                                          int8.weight(), c.data(), s.n, pool);
-                        }});
+    std::vector<QuantizedPanels> quantized;
+    for (QuantizedFormat format : {QuantizedFormat::Int8, QuantizedFormat::Uint4})
+      quantized.push_back(quantizePanels(layouts.back(), s, format));
+    for (const QuantizedPanels &q : quantized)
+      storedBs.push_back({q.format == QuantizedFormat::Int8 ? "int8" : "uint4",
+                          1.0 * q.values.size() + 1.0 * q.zeroPoints.size() +
+                              4.0 * q.scales.size(),
+                          [&](ThreadPool *pool) {
+                            sgemmQuantizedWeight(s.m, s.n, s.k, a.data(), s.k,
+                                                 q.weight(), c.data(), s.n, pool);
+                          }});
     for (const StoredB &stored : storedBs) {
       for (GemmIsa isa : {GemmIsa::Generic, GemmIsa::Avx2, GemmIsa::Avx512}) {
         if (isa > best)

@@ -25,12 +25,15 @@ artifact's arena and weights) and writes JSON for tracking.
 This is a benchmark, not a test: it checks no figure. CI runs it with --smoke
 (few runs, one shape per model) to keep it working.
 
-The scale suite runs the default build and two weight-only int8 builds
-(`--quantize=int8-weight`, with the LM head left f32 and with
-`--quantize-lm-head`) rather than the optimization variants (each of a 5 GB
-model would compile for minutes), and reports kilnc's compile time and peak
-RSS. Each build's step is held against its own bytes (int8 weights move a
-quarter of the f32 bytes, plus their scales), and the int8 builds' outputs
+The scale suite runs the default build and four weight-only quantized
+builds (`--quantize=int8-weight` and `int4-weight`, each with the LM head
+left f32 and with `--quantize-lm-head`), and the export rewritten with its
+MatMuls as ONNX Runtime's 4-bit MatMulNBits (`nbits`, which ORT runs too,
+so both run the same quantized model), rather than the optimization
+variants (each of a 5 GB model would compile for minutes), and reports
+kilnc's compile time and peak RSS. Each build's step is held against its
+own bytes (int8 weights move a quarter of the f32 bytes, 4-bit ones an
+eighth, plus their scales and zero points), and the quantized builds' outputs
 against ONNX Runtime's f32 ones give the relative RMS error that the
 quantization costs (random weights: a measure of the error, not of
 accuracy).
@@ -48,6 +51,7 @@ import sys
 import time
 
 import harness
+import quantization
 
 ROOT = os.path.dirname(harness.HERE)
 MODEL_DIRS = [os.path.join(ROOT, "models", "exports"), os.path.join(ROOT, "models", "hf")]
@@ -92,12 +96,19 @@ RATIOS = [("fusion", "unfused", "fusion_speedup"),
 # at scale by what the cases need.
 DIM_BOUNDS = {"batch": "1:8", "sequence": "1:128", "past_sequence": "0:255",
               "total_sequence": "1:256"}
-# The scale suite's builds: the default one and the weight-only int8 ones.
+# The scale suite's builds: the default one and the weight-only quantized
+# ones, each mode with the LM head f32 and quantized ("_head").
 QUANT_GROUP_SIZE = 128
-SCALE_VARIANTS = {"fused": [],
-                  "int8": ["--quantize=int8-weight", f"--quant-group-size={QUANT_GROUP_SIZE}"],
-                  "int8_head": ["--quantize=int8-weight", f"--quant-group-size={QUANT_GROUP_SIZE}",
-                                "--quantize-lm-head"]}
+SCALE_VARIANTS = {"fused": []}
+for _mode in ("int8", "int4"):
+    SCALE_VARIANTS[_mode] = [f"--quantize={_mode}-weight",
+                             f"--quant-group-size={QUANT_GROUP_SIZE}"]
+    SCALE_VARIANTS[f"{_mode}_head"] = [*SCALE_VARIANTS[_mode], "--quantize-lm-head"]
+# A build of another model, which ONNX Runtime runs too: the export with
+# every MatMul by a constant weight (the LM head's included) as ORT's 4-bit
+# MatMulNBits, blocks of QUANT_GROUP_SIZE (bench/quantization.py).
+NBITS = "nbits"
+SCALE_VARIANTS[NBITS] = None
 SCALE_DIM_BOUNDS = {"batch": "1:32", "sequence": "1:512", "past_sequence": "0:1023",
                     "total_sequence": "1:1024"}
 SMOKE_CASES = {"tiny": [("bert_tiny", 1, 8, 0, "encode"), ("gpt2_tiny", 1, 1, 7, "decode"),
@@ -135,10 +146,15 @@ def compile_artifacts(args, models, variants, dim_bounds):
                   if name in dims]
         for variant, options in variants.items():
             artifact = os.path.join(args.work_dir, f"{model}.{variant}.kiln")
+            source = paths[model]
+            if options is None:
+                source = paths[model, variant] = os.path.join(
+                    args.work_dir, f"{model}.{variant}.onnx")
+                quantization.matmul_nbits_model(paths[model], source, QUANT_GROUP_SIZE)
             usage = {}
             start = time.monotonic()
-            harness.run_command([args.kilnc, paths[model], "-o", artifact, *bounds,
-                                 *options], usage)
+            harness.run_command([args.kilnc, source, "-o", artifact, *bounds,
+                                 *(options or [])], usage)
             if variant == "fused":
                 compiles[model] = {"seconds": time.monotonic() - start,
                                    "max_rss_mb": usage["max_rss_mb"]}
@@ -148,16 +164,19 @@ def compile_artifacts(args, models, variants, dim_bounds):
 
 def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=False):
     """Each build and ONNX Runtime, `rounds` times in turn; the lowest median
-    of each. With `check`, the first round's processes also write their
-    outputs, and "errors" gives each build's largest max |kiln - ORT| /
-    max |ORT| ("max_rel_err") and relative RMS error ("rel_rms_err") over
-    its outputs."""
+    of each. A build of another model (options None, its model in `paths`)
+    has ORT run that model too, as "ort_" + the build. With `check`, the
+    first round's processes also write their outputs, and "errors" gives
+    each build's largest max |kiln - ORT| / max |ORT| ("max_rel_err",
+    against ORT running the build's own model) and relative RMS error
+    against ORT's f32 outputs ("rel_rms_err") over its outputs."""
     model, batch, sequence, past, _ = case
     case_dir = os.path.join(args.work_dir, f"{model}_{batch}_{sequence}_{past}")
     os.makedirs(case_dir, exist_ok=True)
     inputs = harness.make_inputs(paths[model], batch, sequence, past)
     flags = harness.save_inputs(inputs, case_dir)
-    measured = {name: [] for name in [*variants, "ort"]}
+    own_models = [variant for variant, options in variants.items() if options is None]
+    measured = {name: [] for name in [*variants, "ort", *(f"ort_{v}" for v in own_models)]}
     # Outputs are written outside the timed runs, so writing them costs no time.
     def output_dir(name, round_index):
         return os.path.join(case_dir, name) if check and round_index == 0 else None
@@ -167,9 +186,11 @@ def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=Fal
             measured[variant].append(harness.run_kiln(
                 args.kiln_run, artifacts[model, variant], flags,
                 output_dir(variant, round_index), threads=args.threads, benchmark=runs))
-        measured["ort"].append(harness.run_ort(
-            paths[model], flags, output_dir("ort", round_index), threads=args.threads,
-            benchmark=runs))
+        for name, onnx_path in [("ort", paths[model]),
+                                *((f"ort_{v}", paths[model, v]) for v in own_models)]:
+            measured[name].append(harness.run_ort(
+                onnx_path, flags, output_dir(name, round_index), threads=args.threads,
+                benchmark=runs))
     best = {name: min(stats, key=lambda s: s["median_ms"])
             for name, stats in measured.items()}
     if check:
@@ -178,8 +199,10 @@ def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=Fal
         best["errors"] = {}
         for variant in variants:
             actual = harness.load_outputs(os.path.join(case_dir, variant), names)
+            own = (harness.load_outputs(os.path.join(case_dir, f"ort_{variant}"), names)
+                   if variant in own_models else expected)
             best["errors"][variant] = {
-                "max_rel_err": max(harness.max_relative_error(actual[name], expected[name])
+                "max_rel_err": max(harness.max_relative_error(actual[name], own[name])
                                    for name in names),
                 "rel_rms_err": max(harness.relative_rms_error(actual[name], expected[name])
                                    for name in names)}
@@ -238,8 +261,13 @@ def optimization_table(args, cases, runs, rounds):
 
 def weight_bytes(variant):
     """Bytes per weight element of a build's quantized products: an int8
-    value and its share of a column's f32 group scale; 4 for f32."""
-    return 1 + 4 / QUANT_GROUP_SIZE if variant.startswith("int8") else 4
+    value and its share of a column's f32 group scale, or half a byte and
+    its share of a group's scale and one-byte zero point; 4 for f32."""
+    if variant.startswith("int8"):
+        return 1 + 4 / QUANT_GROUP_SIZE
+    if variant.startswith("int4") or variant == NBITS:
+        return 0.5 + 5 / QUANT_GROUP_SIZE
+    return 4
 
 
 def step_cost(architecture, batch, sequence, past, variant="fused"):
@@ -258,7 +286,8 @@ def step_cost(architecture, batch, sequence, past, variant="fused"):
     projections = (hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
                    + heads * head_dim * hidden + 3 * hidden * a["intermediate_size"])
     lm_head = hidden * vocab
-    lm_head_quantized = variant == "int8_head" and not a["tied_embeddings"]
+    lm_head_quantized = ((variant.endswith("_head") or variant == NBITS)
+                         and not a["tied_embeddings"])
     norms = (2 * layers + 1) * hidden
     tokens = batch * sequence
     embedding_rows = 0 if a["tied_embeddings"] else tokens * hidden
@@ -274,7 +303,7 @@ def step_cost(architecture, batch, sequence, past, variant="fused"):
 
 
 def roofline_table(args, cases, runs, rounds):
-    """The scale suite: the default and int8 builds against ONNX Runtime,
+    """The scale suite: the default and quantized builds against ONNX Runtime,
     each step held against the ceilings measured in the same run."""
     models = list(dict.fromkeys(case[0] for case in cases))
     artifacts, paths, compiles = compile_artifacts(
@@ -320,16 +349,17 @@ def roofline_table(args, cases, runs, rounds):
         model, batch, sequence, past, kind = case
         with open(os.path.join(args.work_dir, model + ".json")) as f:
             architecture = json.load(f)
-        ort = best["ort"]
         shape = f"({batch}, {sequence}, {past})"
         for variant in SCALE_VARIANTS:
+            ort = best.get(f"ort_{variant}", best["ort"])
             moved, flops = step_cost(architecture, batch, sequence, past, variant)
             memory_ms, compute_ms = 1e3 * moved / bandwidth, 1e3 * flops / peak
             floor_ms = max(memory_ms, compute_ms)
             bound = "mem" if memory_ms >= compute_ms else "fma"
             kiln, errors = best[variant], best["errors"][variant]
-            # f32 builds must match ORT; the int8 ones show what quantizing cost.
-            error = errors["max_rel_err" if variant == "fused" else "rel_rms_err"]
+            # f32 builds (and ORT's own model) must match ORT; the quantized
+            # ones show what quantizing cost.
+            error = errors["max_rel_err" if variant in ("fused", NBITS) else "rel_rms_err"]
             print(f"{model:<14} {kind:<8} {shape:<19} {variant:<9} {moved / 1e6:>8.1f} "
                   f"{flops / 1e9:>7.2f} {bound:>5} {floor_ms:>9.3f} {kiln['median_ms']:>9.3f} "
                   f"{100 * floor_ms / kiln['median_ms']:>5.0f}% "
@@ -345,17 +375,22 @@ def roofline_table(args, cases, runs, rounds):
                             "ort_over_kiln": ort["median_ms"] / kiln["median_ms"],
                             "f32_over_build": best["fused"]["median_ms"] / kiln["median_ms"],
                             **errors})
-    print("build = fused (f32), int8 (--quantize=int8-weight, the LM head f32) or int8_head "
-          "(the LM head int8 too); MB/step and GFLOP = what the build's step must move and do "
+    print("build = fused (f32), int8 / int4 (--quantize=int8-weight / int4-weight, the LM "
+          "head f32), int8_head / int4_head (the LM head quantized too) or nbits (the export "
+          "with its MatMuls as ONNX Runtime's 4-bit MatMulNBits, blocks of "
+          f"{QUANT_GROUP_SIZE}, which ORT runs too: its ORT columns are ORT on that model); "
+          "MB/step and "
+          "GFLOP = what the build's step must move and do "
           "(bench/run.py step_cost); floor = the slower of the two at the ceilings; kiln % and "
           "ORT % = floor / time, the fraction of the binding ceiling reached (ORT's against "
           "the build's floor; over 100%: the step beat the STREAM-like read, e.g. with weights "
           "still in the last-level cache); x f32 = the f32 build's time over this build's; "
           "MB = peak RSS; ld = ms to load the model and create a session (the lowest run's); "
-          "rel err = max |kiln - ORT| / max |ORT| over the outputs for the f32 build, and for "
-          "the int8 ones the relative RMS error against ORT's f32 outputs (the quantization's).")
+          "rel err = max |kiln - ORT| / max |ORT| over the outputs for the f32 and nbits "
+          "builds (nbits against ORT on the same MatMulNBits model), and for the others the "
+          "relative RMS error against ORT's f32 outputs (the quantization's).")
     failed = [r for r in results
-              if r["build"] == "fused" and not r["max_rel_err"] <= 1e-4]
+              if r["build"] in ("fused", NBITS) and not r["max_rel_err"] <= 1e-4]
     if failed:
         raise RuntimeError("kiln's outputs differ from ONNX Runtime's by more than 1e-4 in: "
                            + ", ".join(f"{r['model']} {r['case']} ({r['batch']}, "

@@ -21,6 +21,7 @@
 #include "passes/PatternUtils.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
@@ -43,6 +44,11 @@ struct Product {
   Value input, weight, bias, gate, residual;
   std::optional<Activation> activation;
   bool transposeB = false;
+  // A packed (and perhaps quantized) weight's form, kept as it is: an
+  // importer may make one (ONNX Runtime's MatMulNBits).
+  bool packed = false;
+  Value scales, zeroPoints;
+  IntegerAttr groupSize;
 
   Stage lastStage() const {
     if (residual)
@@ -62,12 +68,12 @@ struct Product {
     Product next = *this;
     fill(next);
     return rewriter.create<LinearOp>(
-        loc, type, next.input, next.weight, /*scales=*/Value(), next.bias,
+        loc, type, next.input, next.weight, next.scales, next.zeroPoints,
+        next.bias,
         next.activation
             ? ActivationAttr::get(rewriter.getContext(), *next.activation)
             : ActivationAttr(),
-        next.gate, next.residual, next.transposeB, /*packed=*/false,
-        /*group_size=*/IntegerAttr());
+        next.gate, next.residual, next.transposeB, next.packed, next.groupSize);
   }
 };
 
@@ -87,10 +93,6 @@ std::optional<Product> productBefore(Value value, Stage stage) {
     product.weight = matmul.getRhs();
     product.transposeB = matmul.getTransposeB();
   } else if (auto linear = dyn_cast<LinearOp>(op)) {
-    // kiln-pack-weights runs after this pass; a packed linear has the static
-    // N that a fused op taking the root's type could lose.
-    if (linear.getPacked())
-      return std::nullopt;
     product.input = linear.getInput();
     product.weight = linear.getWeight();
     product.bias = linear.getBias();
@@ -98,6 +100,10 @@ std::optional<Product> productBefore(Value value, Stage stage) {
     product.gate = linear.getGate();
     product.residual = linear.getResidual();
     product.transposeB = linear.getTransposeB();
+    product.packed = linear.getPacked();
+    product.scales = linear.getScales();
+    product.zeroPoints = linear.getZeroPoints();
+    product.groupSize = linear.getGroupSizeAttr();
   } else {
     return std::nullopt;
   }
@@ -132,13 +138,21 @@ void fuseInto(PatternRewriter &rewriter, Operation *root,
               ReshapedProduct behind, Fill fill) {
   Location loc = root->getLoc();
   Type rootType = root->getResult(0).getType();
+  Type productType = behind.product.op->getResult(0).getType();
+  // A packed weight carries no N of its own: its linear keeps the static N
+  // of its type, and is cast to the root's when that is less static.
+  bool keepProductType =
+      behind.reshape ||
+      (behind.product.packed &&
+       cast<RankedTensorType>(rootType).isDynamicDim(
+           cast<RankedTensorType>(rootType).getRank() - 1));
   Value result = behind.product.rebuild(
-      rewriter, loc,
-      behind.reshape ? behind.product.op->getResult(0).getType() : rootType,
-      fill);
+      rewriter, loc, keepProductType ? productType : rootType, fill);
   if (behind.reshape)
     result = rewriter.create<ReshapeOp>(loc, rootType, result,
                                         behind.reshape.getShape());
+  else if (result.getType() != rootType)
+    result = rewriter.create<tensor::CastOp>(loc, rootType, result);
   rewriter.replaceOp(root, result);
   if (behind.reshape)
     rewriter.eraseOp(behind.reshape);

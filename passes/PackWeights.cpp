@@ -82,14 +82,15 @@ void rewriteUse(OpBuilder &builder, const WeightUse &use, Value packed,
   Value result;
   if (auto linear = dyn_cast<LinearOp>(use.op)) {
     result = builder.create<LinearOp>(
-        loc, packedType, linear.getInput(), packed, /*scales=*/Value(),
+        loc, packedType, linear.getInput(), packed, /*scales=*/Value(), /*zero_points=*/Value(),
         linear.getBias(), linear.getActivationAttr(), linear.getGate(),
         linear.getResidual(), /*transpose_b=*/false, /*packed=*/true,
         /*group_size=*/IntegerAttr());
   } else {
     result = builder.create<LinearOp>(
         loc, packedType, cast<MatMulOp>(use.op).getLhs(), packed,
-        /*scales=*/Value(), /*bias=*/Value(), ActivationAttr(), /*gate=*/Value(),
+        /*scales=*/Value(), /*zero_points=*/Value(), /*bias=*/Value(),
+        ActivationAttr(), /*gate=*/Value(),
         /*residual=*/Value(), /*transpose_b=*/false, /*packed=*/true,
         /*group_size=*/IntegerAttr());
   }

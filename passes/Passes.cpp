@@ -76,7 +76,7 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
     pm.addPass(createKilnPackWeights());
   if (options.quantizeWeights)
     pm.addPass(createKilnQuantizeWeights(
-        {options.quantizeGroupSize, options.quantizeLmHead}));
+        {options.quantizeBits, options.quantizeGroupSize, options.quantizeLmHead}));
   if (options.pagedKvBlockSize > 0)
     pm.addPass(createKilnPageKvCache({options.pagedKvBlockSize}));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

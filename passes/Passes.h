@@ -44,11 +44,12 @@ struct OptimizationOptions {
   /// Constant weights laid out for the CPU GEMM microkernels
   /// (kiln-pack-weights), after the fusions.
   bool packWeights = true;
-  /// Weight-only int8 quantization of the packed weights
-  /// (kiln-quantize-weights), after the packing, with a scale per column and
-  /// group of `quantizeGroupSize` rows; the product making the results too
-  /// with `quantizeLmHead`.
+  /// Weight-only quantization of the packed weights (kiln-quantize-weights),
+  /// after the packing, to `quantizeBits` (8 or 4) with a scale per column
+  /// and group of `quantizeGroupSize` rows; the product making the results
+  /// too with `quantizeLmHead`.
   bool quantizeWeights = false;
+  int64_t quantizeBits = 8;
   int64_t quantizeGroupSize = 128;
   bool quantizeLmHead = false;
   /// 0: the decoder keeps its past and present tensors. N > 0: it gets the

@@ -275,7 +275,7 @@ def KilnFuseGemmEpilogues : Pass<"kiln-fuse-gemm-epilogues", "mlir::func::FuncOp
         : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<?x256xf32>
     ```
   }];
-  let dependentDialects = ["::kiln::KilnDialect"];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
 def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
@@ -323,17 +323,21 @@ def KilnPackWeights : Pass<"kiln-pack-weights", "mlir::ModuleOp"> {
 }
 
 def KilnQuantizeWeights : Pass<"kiln-quantize-weights", "mlir::ModuleOp"> {
-  let summary = "Quantizes packed constant weights to int8 by group (weight-only)";
+  let summary = "Quantizes packed constant weights to int8 or 4 bits by group (weight-only)";
   let description = [{
     Rewrites each packed constant f32 weight whose every use is a packed
-    `kiln.linear` into int8 values and f32 scales: for each column and each
-    group of `group-size` rows, scale = max |w| / 127 and value =
-    round(w / scale) (to nearest, ties to even), so that value · scale is
-    within scale / 2 of w. The linears take the values and `scales` with
-    `group_size` (`kiln.linear`'s quantized form); the activations stay
-    f32, and the runtime multiplies the values back as it reads them. A
-    decode step, which streams every weight from memory, then reads about a
-    quarter of the bytes.
+    `kiln.linear` into integers and f32 scales, one scale for each column
+    and each group of `group-size` rows. With `bits=8`, int8 values,
+    symmetric: scale = max |w| / 127 and value = round(w / scale) (to
+    nearest, ties to even), so that value · scale is within scale / 2 of w.
+    With `bits=4`, 4-bit values two to a byte, asymmetric: the group's
+    range [min(w, 0), max(w, 0)] is cut into 15 steps of scale, the zero
+    point z = round(-min / scale) is where 0 lands, and value = round(w /
+    scale) + z, clamped to [0, 15]. The linears take the values, `scales`
+    (and `zero_points`) with `group_size` (`kiln.linear`'s quantized
+    forms); the activations stay f32, and the runtime multiplies the values
+    back as it reads them. A decode step, which streams every weight from
+    memory, then reads about a quarter (an eighth) of the bytes.
 
     The product that makes the model's results (its LM head: a linear whose
     result reaches the return through reshapes and casts only) stays f32
@@ -355,6 +359,8 @@ def KilnQuantizeWeights : Pass<"kiln-quantize-weights", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
+    Option<"bits", "bits", "int64_t", /*default=*/"8",
+           "8: symmetric int8 values; 4: 4-bit values with zero points">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"128",
            "Rows of a column that share one scale">,
     Option<"quantizeLmHead", "lm-head", "bool", /*default=*/"false",

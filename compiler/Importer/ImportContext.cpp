@@ -37,6 +37,7 @@ OpImporterRegistry::OpImporterRegistry() {
   registerElementwiseImporters(*this);
   registerMatMulImporters(*this);
   registerNormalizationImporters(*this);
+  registerQuantizedImporters(*this);
   registerReductionImporters(*this);
   registerShapeImporters(*this);
   registerTensorImporters(*this);

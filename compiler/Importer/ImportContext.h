@@ -179,16 +179,19 @@ struct OpImporterEntry {
   int64_t oldestOpset = 0;
 };
 
-/// The op importers by ONNX op type (default domain only).
+/// The op importers by ONNX op type: "Add" in the default domain,
+/// "com.microsoft.MatMulNBits" in another, the opset then that domain's.
 class OpImporterRegistry {
 public:
   OpImporterRegistry();
   void add(llvm::StringRef opType, OpImporter importer, int64_t oldestOpset) {
     importers_[opType] = {importer, oldestOpset};
   }
-  /// Null importer when kiln does not know the op.
-  OpImporterEntry lookup(llvm::StringRef opType) const {
-    return importers_.lookup(opType);
+  /// Null importer when kiln does not know the op; `domain` is "" for the
+  /// default one.
+  OpImporterEntry lookup(llvm::StringRef domain, llvm::StringRef opType) const {
+    return importers_.lookup(domain.empty() ? opType.str()
+                                            : (domain + "." + opType).str());
   }
 
 private:
@@ -199,6 +202,7 @@ private:
 void registerElementwiseImporters(OpImporterRegistry &registry);
 void registerMatMulImporters(OpImporterRegistry &registry);
 void registerNormalizationImporters(OpImporterRegistry &registry);
+void registerQuantizedImporters(OpImporterRegistry &registry);
 void registerReductionImporters(OpImporterRegistry &registry);
 void registerShapeImporters(OpImporterRegistry &registry);
 void registerTensorImporters(OpImporterRegistry &registry);

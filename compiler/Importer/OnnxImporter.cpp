@@ -191,8 +191,7 @@ LogicalResult GraphImporter::checkSupportedOps(const OpsetVersions &opsets,
   for (const auto &node : model_->graph().node()) {
     std::string domain = isDefaultDomain(node.domain()) ? "" : node.domain();
     int64_t opset = opsets.count(domain) ? opsets.at(domain) : 0;
-    OpImporterEntry entry =
-        domain.empty() ? registry_.lookup(node.op_type()) : OpImporterEntry();
+    OpImporterEntry entry = registry_.lookup(domain, node.op_type());
     if (entry.importer && opset >= entry.oldestOpset)
       continue;
     std::string label = node.name().empty()
@@ -282,7 +281,10 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
   }
 
   for (const auto &node : graph.node()) {
-    OpImporter importer = registry_.lookup(node.op_type()).importer;
+    OpImporter importer =
+        registry_.lookup(isDefaultDomain(node.domain()) ? "" : node.domain(),
+                         node.op_type())
+            .importer;
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();

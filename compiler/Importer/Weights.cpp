@@ -84,6 +84,7 @@ std::vector<char> typedFieldBytes(const onnx::TensorProto &tensor, int64_t count
     append(tensor.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); });
     break;
   case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL:
     append(tensor.int32_data(), [](int32_t v) { return static_cast<int8_t>(v); });
     break;
@@ -233,7 +234,12 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
   if (tensorName.empty())
     tensorName = tensor.name();
   std::string name = "tensor '" + tensorName.str() + "'";
-  Type element = convertElementType(context, tensor.data_type());
+  // uint8 is no kiln element type (no op computes on it), but a quantized
+  // op's packed values and zero points arrive as uint8 weights
+  // (MatMulNBits): they load as `ui8` constants, which only such ops read.
+  Type element = tensor.data_type() == onnx::TensorProto::UINT8
+                     ? IntegerType::get(context, 8, IntegerType::Unsigned)
+                     : convertElementType(context, tensor.data_type());
   if (!element) {
     error = name + " has unsupported data type " + onnxTypeName(tensor.data_type());
     return failure();

@@ -263,9 +263,10 @@ def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]
             quantize_lm_head: bool = False, extra_args: Sequence[str] = ()) -> str:
     """Compiles an ONNX model into a Kiln artifact with kilnc. dims bounds
     symbolic dims ({"batch": (1, 8)}); kv_cache="paged" gives a decoder the
-    engine's paged KV interface; quantize="int8-weight" stores the products'
-    weights as int8 (quant_group_size rows per scale, the LM head too with
-    quantize_lm_head). Returns output_path; a refusal raises KilnError with
+    engine's paged KV interface; quantize="int8-weight" ("int4-weight")
+    stores the products' weights as int8 (4-bit values with zero points),
+    quant_group_size rows per scale, the LM head too with
+    quantize_lm_head. Returns output_path; a refusal raises KilnError with
     kilnc's message."""
     command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
     for name, (low, high) in (dims or {}).items():

@@ -69,23 +69,35 @@ void genericDirect(int64_t k, const float *a, int64_t lda, const float *b,
   }
 }
 
-/// Calls fn(p, values, scales) for the first `depth` rows p of strip `b`,
-/// with row p's values and its group's scales.
+/// Calls fn(p, weights) for the first `depth` rows p of strip `b`, with
+/// row p's first `cols` weights multiplied back to f32.
 template <typename Fn>
-void forEachInt8Row(const detail::Int8Strip &b, int64_t depth, Fn &&fn) {
-  for (detail::Int8Groups groups{b, depth}; groups.next();)
-    for (int64_t p = groups.begin; p < groups.end; ++p)
-      fn(p, b.values + p * kWeightPanelWidth, groups.scales);
+void forEachQuantizedRow(const detail::QuantizedStrip &b, int64_t depth,
+                         int64_t cols, Fn &&fn) {
+  const int64_t rowBytes = panelRowBytes(b.format);
+  float weights[kWeightPanelWidth];
+  for (detail::QuantizedGroups groups{b, depth}; groups.next();)
+    for (int64_t p = groups.begin; p < groups.end; ++p) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const int32_t zeroPoint = groups.zeroPoints ? groups.zeroPoints[j] : 0;
+        weights[j] = static_cast<float>(detail::quantizedValueAt(
+                         b.format, b.row + p * rowBytes, b.lane + j) -
+                                        zeroPoint) *
+                     groups.scales[j];
+      }
+      fn(p, weights);
+    }
 }
 
-void genericDirectInt8(int64_t k, const float *a, int64_t lda,
-                       const detail::Int8Strip &b, float *c, int64_t ldc,
-                       int64_t rows, int64_t cols, bool accumulate) {
+void genericDirectQuantized(int64_t k, const float *a, int64_t lda,
+                            const detail::QuantizedStrip &b, float *c,
+                            int64_t ldc, int64_t rows, int64_t cols,
+                            bool accumulate) {
   float acc[detail::kDirectRows][kGenericDirectCols] = {};
-  forEachInt8Row(b, k, [&](int64_t p, const int8_t *values, const float *scales) {
+  forEachQuantizedRow(b, k, cols, [&](int64_t p, const float *weights) {
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < cols; ++j)
-        acc[r][j] += a[r * lda + p] * (static_cast<float>(values[j]) * scales[j]);
+        acc[r][j] += a[r * lda + p] * weights[j];
   });
   for (int64_t r = 0; r < rows; ++r) {
     float *row = c + r * ldc;
@@ -94,11 +106,10 @@ void genericDirectInt8(int64_t k, const float *a, int64_t lda,
   }
 }
 
-void genericDequantizeInt8(const detail::Int8Strip &b, int64_t depth,
-                           int64_t cols, float *out) {
-  forEachInt8Row(b, depth, [&](int64_t p, const int8_t *values, const float *scales) {
-    for (int64_t j = 0; j < cols; ++j)
-      out[p * cols + j] = static_cast<float>(values[j]) * scales[j];
+void genericDequantize(const detail::QuantizedStrip &b, int64_t depth,
+                       int64_t cols, float *out) {
+  forEachQuantizedRow(b, depth, cols, [&](int64_t p, const float *weights) {
+    std::copy(weights, weights + cols, out + p * cols);
   });
 }
 
@@ -107,9 +118,9 @@ static_assert(kWeightPanelWidth % kGenericNr == 0 &&
               "a strip must lie inside one panel of a packed weight");
 
 constexpr detail::GemmMicrokernel genericMicrokernelInfo{
-    genericMicrokernel, kGenericMr,    kGenericNr,        /*kc=*/256,
-    /*mc=*/1024,        /*nc=*/256,    genericDirect,     kGenericDirectCols,
-    genericDirectInt8,  genericDequantizeInt8};
+    genericMicrokernel,     kGenericMr,       kGenericNr,    /*kc=*/256,
+    /*mc=*/1024,            /*nc=*/256,       genericDirect, kGenericDirectCols,
+    genericDirectQuantized, genericDequantize};
 
 //===----------------------------------------------------------------------===//
 // ISA choice
@@ -186,7 +197,7 @@ struct GemmOperands {
   const float *b;
   int64_t ldb;
   GemmLayout bLayout;
-  const Int8Weight *int8; // B instead of `b` when set (bLayout is Panels)
+  const QuantizedWeight *quantized; // B instead of `b` when set (Panels)
   float *c;
   int64_t ldc;
   bool accumulate; // into C's values rather than over them
@@ -207,14 +218,19 @@ struct GemmOperands {
            j % kWeightPanelWidth;
   }
 
-  /// The same for an int8 B: its values from row p and column j on, and
-  /// their scales.
-  detail::Int8Strip int8StripAt(int64_t p, int64_t j) const {
+  /// The same for a quantized B: the strip of its values from row p and
+  /// column j on.
+  detail::QuantizedStrip quantizedStripAt(int64_t p, int64_t j) const {
+    const QuantizedWeight &w = *quantized;
     const int64_t panel = j / kWeightPanelWidth, lane = j % kWeightPanelWidth;
-    return {int8->values + panel * int8->ld + p * kWeightPanelWidth + lane,
-            int8->scales + panel * int8->scalesLd +
-                p / int8->groupSize * kWeightPanelWidth + lane,
-            int8->groupSize, int8->groupSize - p % int8->groupSize};
+    const int64_t group = panel * w.scalesLd + p / w.groupSize * kWeightPanelWidth + lane;
+    return {w.format,
+            w.values + panel * w.ld + p * panelRowBytes(w.format),
+            lane,
+            w.scales + group,
+            w.zeroPoints ? w.zeroPoints + group : nullptr,
+            w.groupSize,
+            w.groupSize - p % w.groupSize};
   }
 };
 
@@ -268,9 +284,9 @@ void packBPanel(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   const int64_t nr = kernel.nr;
   for (int64_t js = 0; js < nc; js += nr, packed += kc * nr) {
     const int64_t width = std::min(nr, nc - js);
-    if (g.int8) {
+    if (g.quantized) {
       // The strip lies in one panel, whose lanes past n are zeros.
-      kernel.dequantizeInt8(g.int8StripAt(p0, j0 + js), kc, nr, packed);
+      kernel.dequantize(g.quantizedStripAt(p0, j0 + js), kc, nr, packed);
       continue;
     }
     if (g.bLayout == GemmLayout::Transposed) {
@@ -309,9 +325,9 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   // Whole strips, so that the packed block and panel fit their buffers.
   const int64_t mc = ceilDiv(std::min(kernel.mc, rowEnd - rowBegin), mr) * mr;
   const int64_t nc = ceilDiv(std::min(kernel.nc, colEnd - colBegin), nr) * nr;
-  // A packed f32 B is read in place; other layouts (and int8 values) are
-  // packed panel by panel.
-  const bool prepacked = g.bLayout == GemmLayout::Panels && !g.int8;
+  // A packed f32 B is read in place; other layouts (and quantized values)
+  // are packed panel by panel.
+  const bool prepacked = g.bLayout == GemmLayout::Panels && !g.quantized;
   thread_local PackBuffer aBlockBuffer, bPanelBuffer;
   float *aBlock = aBlockBuffer.reserve(mc * kc);
   float *bPanel = prepacked ? nullptr : bPanelBuffer.reserve(kc * nc);
@@ -372,7 +388,7 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
       const int64_t j = strip * kernel.directCols;
       const int64_t cols = std::min(kernel.directCols, n - j);
       const bool panels = g.bLayout == GemmLayout::Panels;
-      const float *b = panels && !g.int8 ? g.panelAt(0, j) : g.b + j;
+      const float *b = panels && !g.quantized ? g.panelAt(0, j) : g.b + j;
       const int64_t ldb = panels ? kWeightPanelWidth : g.ldb;
       for (int64_t p = 0; p < g.k; p += depth)
         for (int64_t i = 0; i < m; i += detail::kDirectRows) {
@@ -381,13 +397,14 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
           const bool accumulate = g.accumulate || p > 0;
           const float *a = g.a + i * g.lda + p;
           float *c = g.c + i * g.ldc + j;
-          // Each group of rows converts an int8 strip's values again, in
-          // registers: converting a piece once into a buffer in L2 and
+          // Each group of rows converts a quantized strip's values again,
+          // in registers: converting a piece once into a buffer in L2 and
           // running the f32 kernel on it measured slower at 8 rows and
-          // no faster at 32 (kiln-gemm-bench, 8192 x 8192).
-          if (g.int8)
-            kernel.runDirectInt8(pieceDepth, a, g.lda, g.int8StripAt(p, j), c,
-                                 g.ldc, rows, cols, accumulate);
+          // no faster at 32 (kiln-gemm-bench, 8192 x 8192, int8).
+          if (g.quantized)
+            kernel.runDirectQuantized(pieceDepth, a, g.lda,
+                                      g.quantizedStripAt(p, j), c, g.ldc, rows,
+                                      cols, accumulate);
           else
             kernel.runDirect(pieceDepth, a, g.lda, b + p * ldb, ldb, c, g.ldc,
                              rows, cols, accumulate);
@@ -395,8 +412,12 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
       g.finishTile(0, m, j, cols);
     }
   };
+  // A 4-bit weight counts as int8: unpacking its values, not reading them,
+  // bounds its products, which take about as long per value as int8's
+  // (kiln-gemm-bench). Counted by its bytes, a 1024×1024 product would run
+  // on one thread.
   const double streamedBytes =
-      static_cast<double>(g.k) * n * (g.int8 ? sizeof(int8_t) : sizeof(float));
+      static_cast<double>(g.k) * n * (g.quantized ? sizeof(int8_t) : sizeof(float));
   const int64_t threads = std::min<int64_t>(
       std::max(threadsWorthUsing(pool, static_cast<double>(m) * n * g.k),
                threadsWorthStreaming(pool, streamedBytes)),
@@ -597,9 +618,10 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
           m, n, pool);
 }
 
-void sgemmInt8Weight(int64_t m, int64_t n, int64_t k, const float *a,
-                     int64_t lda, const Int8Weight &b, float *c, int64_t ldc,
-                     ThreadPool *pool, const GemmEpilogue &epilogue) {
+void sgemmQuantizedWeight(int64_t m, int64_t n, int64_t k, const float *a,
+                          int64_t lda, const QuantizedWeight &b, float *c,
+                          int64_t ldc, ThreadPool *pool,
+                          const GemmEpilogue &epilogue) {
   const GemmIsa isa = activeGemmIsa();
   runGemm(isa,
           {k, a, lda, nullptr, 0, GemmLayout::Panels, &b, c, ldc,
@@ -624,23 +646,30 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
       p.weight_layout > static_cast<int64_t>(GemmLayout::Panels))
     kiln_rt_trap("kiln_ukernel_linear: unknown weight layout code (the code "
                  "was compiled for a newer runtime)");
-  const bool int8 = p.weight_dtype == KILN_DTYPE_I8;
-  if (!int8 && p.weight_dtype != KILN_DTYPE_F32)
+  const bool quantized =
+      p.weight_dtype == KILN_WEIGHT_I8 || p.weight_dtype == KILN_WEIGHT_U4;
+  if (!quantized && p.weight_dtype != KILN_WEIGHT_F32)
     kiln_rt_trap("kiln_ukernel_linear: unknown weight dtype (the code was "
                  "compiled for a newer runtime)");
-  if (int8 && (p.weight_layout != static_cast<int64_t>(GemmLayout::Panels) ||
-               p.group_size <= 0))
-    kiln_rt_trap("kiln_ukernel_linear: an int8 weight must be packed in "
-                 "panels with a positive group size");
+  if (quantized && (p.weight_layout != static_cast<int64_t>(GemmLayout::Panels) ||
+                    p.group_size <= 0 ||
+                    (p.weight_dtype == KILN_WEIGHT_U4) != (p.zero_points != nullptr)))
+    kiln_rt_trap("kiln_ukernel_linear: a quantized weight must be packed in "
+                 "panels with a positive group size, and have zero points "
+                 "exactly when it is 4-bit");
   const GemmEpilogue epilogue{p.bias,     static_cast<GemmActivation>(p.activation),
                               p.gate,     p.ldg,
                               p.residual, p.ldr};
-  if (int8) {
-    const Int8Weight weight{static_cast<const int8_t *>(p.weight),
-                            p.weight_stride, p.scales, p.scales_stride,
-                            p.group_size};
-    sgemmInt8Weight(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
-                    currentThreadPool(), epilogue);
+  if (quantized) {
+    const QuantizedWeight weight{static_cast<QuantizedFormat>(p.weight_dtype),
+                                 static_cast<const uint8_t *>(p.weight),
+                                 p.weight_stride,
+                                 p.scales,
+                                 p.zero_points,
+                                 p.scales_stride,
+                                 p.group_size};
+    sgemmQuantizedWeight(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
+                         currentThreadPool(), epilogue);
     return;
   }
   sgemm(p.m, p.n, p.k, p.a, p.lda, static_cast<const float *>(p.weight),

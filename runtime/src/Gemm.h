@@ -102,16 +102,39 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
            int64_t ldc, ThreadPool *pool, bool accumulate = false,
            const GemmEpilogue &epilogue = {});
 
-/// A k×n weight in GemmLayout::Panels stored as int8 values quantized by
-/// group: B[p][j] = values[j / W * ld + p * W + j % W] · scales[j / W *
-/// scalesLd + p / groupSize * W + j % W], for W = kWeightPanelWidth. The
-/// scales are panels too, of one row per group of groupSize rows, and are 0
-/// past n (as the values are), so every lane of a panel is finite.
+/// How a quantized weight (QuantizedWeight) stores its values. The values
+/// are kiln_linear_params_t's `weight_dtype` codes for them.
+enum class QuantizedFormat : int64_t {
+  /// Symmetric int8: B[p][j] = value · scale.
+  Int8 = KILN_WEIGHT_I8,
+  /// Asymmetric 4-bit: B[p][j] = (value − zero point) · scale, values and
+  /// zero points unsigned in [0, 15]. A panel row is kWeightPanelWidth / 2
+  /// bytes: byte b holds column b in its low 4 bits and column b + W/2 in
+  /// its high 4 bits, so that a vector of bytes unpacks into two vectors of
+  /// consecutive columns.
+  Uint4 = KILN_WEIGHT_U4,
+};
+
+/// Bytes per row of a panel of kWeightPanelWidth columns in `format`.
+constexpr int64_t panelRowBytes(QuantizedFormat format) {
+  return format == QuantizedFormat::Int8 ? kWeightPanelWidth
+                                         : kWeightPanelWidth / 2;
+}
+
+/// A k×n weight in GemmLayout::Panels quantized by group: panel j / W of
+/// B's column j (W = kWeightPanelWidth) starts at values + j / W · ld
+/// (bytes), row p of it panelRowBytes(format) bytes further per row, and
+/// the column's group of groupSize rows from p / groupSize has its scale at
+/// scales[j / W · scalesLd + p / groupSize · W + j % W] and, for Uint4, its
+/// zero point at the same index of zeroPoints. The scales are 0 past n (as
+/// the values are), so every lane of a panel is finite.
 /// kiln-quantize-weights lays weights out so (kiln_linear_params_t).
-struct Int8Weight {
-  const int8_t *values;
+struct QuantizedWeight {
+  QuantizedFormat format;
+  const uint8_t *values;
   int64_t ld;
   const float *scales;
+  const uint8_t *zeroPoints; // Uint4 only
   int64_t scalesLd;
   int64_t groupSize;
 };
@@ -119,40 +142,64 @@ struct Int8Weight {
 /// sgemm for a quantized weight: C = A·B, then `epilogue`, where B's values
 /// are multiplied back to f32 in registers as the microkernels read them
 /// (products of up to kStreamedRows rows, which stream B from memory and so
-/// read a quarter of an f32 weight's bytes), or panel by panel into the
-/// buffer that sgemm packs other layouts into (taller products).
-void sgemmInt8Weight(int64_t m, int64_t n, int64_t k, const float *a,
-                     int64_t lda, const Int8Weight &b, float *c, int64_t ldc,
-                     ThreadPool *pool, const GemmEpilogue &epilogue = {});
+/// read a quarter (int8) or an eighth (4-bit) of an f32 weight's bytes), or
+/// panel by panel into the buffer that sgemm packs other layouts into
+/// (taller products).
+void sgemmQuantizedWeight(int64_t m, int64_t n, int64_t k, const float *a,
+                          int64_t lda, const QuantizedWeight &b, float *c,
+                          int64_t ldc, ThreadPool *pool,
+                          const GemmEpilogue &epilogue = {});
 
 namespace detail {
 
-/// A strip of an Int8Weight as runDirectInt8 reads it: the values of its
-/// first row (rows kWeightPanelWidth bytes apart) and the scales of that
-/// row's group (groups kWeightPanelWidth floats apart), of which
+/// A strip of a QuantizedWeight as the microkernels read it: the columns
+/// from `lane` of one panel, from row p on. `row` is row p's first byte
+/// (rows panelRowBytes(format) apart); `scales` and `zeroPoints` are those
+/// of p's group at `lane` (groups kWeightPanelWidth apart), of which
 /// `firstGroupRows` rows are left before the next group starts.
-struct Int8Strip {
-  const int8_t *values;
+struct QuantizedStrip {
+  QuantizedFormat format;
+  const uint8_t *row;
+  int64_t lane;
   const float *scales;
+  const uint8_t *zeroPoints; // Uint4 only
   int64_t groupSize;
   int64_t firstGroupRows;
 };
 
-/// The groups of an Int8Strip's first `depth` rows, in order: after each
-/// next() that returns true, rows [begin, end) share the scales at
-/// `scales`. Every ISA's kernels walk a strip so, one set of scales at a
-/// time.
-struct Int8Groups {
-  const Int8Strip &strip;
+/// The stored integer of column `lane` of a panel row in `format` (before
+/// its zero point is subtracted).
+inline int32_t quantizedValueAt(QuantizedFormat format, const uint8_t *row,
+                                int64_t lane) {
+  if (format == QuantizedFormat::Int8)
+    return static_cast<int8_t>(row[lane]);
+  constexpr int64_t half = kWeightPanelWidth / 2;
+  return (row[lane % half] >> (lane / half * 4)) & 0xF;
+}
+
+/// The groups of a QuantizedStrip's first `depth` rows, in order: after
+/// each next() that returns true, rows [begin, end) share the scales (and
+/// zero points) at `scales` (`zeroPoints`). Every ISA's kernels walk a
+/// strip so, one group at a time.
+struct QuantizedGroups {
+  const QuantizedStrip &strip;
   int64_t depth;
   int64_t begin = 0, end = 0;
   const float *scales = nullptr;
+  const uint8_t *zeroPoints = nullptr;
 
   /// Moves to the next group; false once the rows run out.
   __attribute__((always_inline)) bool next() {
     if (end >= depth)
       return false;
-    scales = scales ? scales + kWeightPanelWidth : strip.scales;
+    if (!scales) {
+      scales = strip.scales;
+      zeroPoints = strip.zeroPoints;
+    } else {
+      scales += kWeightPanelWidth;
+      if (zeroPoints)
+        zeroPoints += kWeightPanelWidth;
+    }
     begin = end;
     end = std::min(depth, begin + (begin == 0 ? strip.firstGroupRows : strip.groupSize));
     return true;
@@ -187,17 +234,18 @@ struct GemmMicrokernel {
                     int64_t ldb, float *c, int64_t ldc, int64_t rows,
                     int64_t cols, bool accumulate);
   int64_t directCols;
-  /// runDirect for B an Int8Strip (directCols columns of one panel, every
-  /// lane readable): each value is converted and scaled in registers.
-  void (*runDirectInt8)(int64_t k, const float *a, int64_t lda,
-                        const Int8Strip &b, float *c, int64_t ldc,
-                        int64_t rows, int64_t cols, bool accumulate);
-  /// Writes `depth` rows of `cols` columns of Int8Strip `b` (cols a
-  /// multiple of nr, within one panel) multiplied back to f32 to `out`,
-  /// row by row: the packed strips that the microkernel reads for a
-  /// product of many rows.
-  void (*dequantizeInt8)(const Int8Strip &b, int64_t depth, int64_t cols,
-                         float *out);
+  /// runDirect for B a QuantizedStrip (directCols columns of one panel
+  /// from a lane that is a multiple of directCols, every lane readable):
+  /// each value is converted and scaled in registers.
+  void (*runDirectQuantized)(int64_t k, const float *a, int64_t lda,
+                             const QuantizedStrip &b, float *c, int64_t ldc,
+                             int64_t rows, int64_t cols, bool accumulate);
+  /// Writes `depth` rows of `cols` columns of QuantizedStrip `b` (cols a
+  /// multiple of nr from a lane that is one, within one panel) multiplied
+  /// back to f32 to `out`, row by row: the packed strips that the
+  /// microkernel reads for a product of many rows.
+  void (*dequantize)(const QuantizedStrip &b, int64_t depth, int64_t cols,
+                     float *out);
 };
 
 /// runDirect's most rows per call.
@@ -241,7 +289,7 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
 
 /// The GEMM with an epilogue that compiled model code calls for a
 /// kiln.linear (kiln/kernel_abi.h): sgemm with a GemmEpilogue, or
-/// sgemmInt8Weight for an int8 weight. Runs on currentThreadPool(). Ends
+/// sgemmQuantizedWeight for an int8 or 4-bit weight. Runs on currentThreadPool(). Ends
 /// the run (kiln_rt_trap) on a code it does not know, which means the code
 /// was compiled for a newer runtime.
 extern "C" __attribute__((visibility("default"))) void

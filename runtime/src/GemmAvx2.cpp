@@ -119,23 +119,62 @@ struct FloatRows {
 
 /// 8 int8 values at `from`, sign-extended and converted to f32.
 __attribute__((target("avx2"), always_inline)) inline __m256
-int8ToFloats(const int8_t *from) {
+int8ToFloats(const uint8_t *from) {
   return _mm256_cvtepi32_ps(
       _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i *>(from))));
 }
 
-/// Rows of an Int8Strip within one group: int8 values, kWeightPanelWidth
-/// apart, sign-extended, converted and multiplied by the group's scales in
-/// registers. Every lane of a panel is readable, so no load is masked.
-struct Int8GroupRows {
-  const int8_t *values;
-  __m256 scale[kDirectVectors];
+/// Columns [lane, lane + 8) of a Uint4 panel row (lane a multiple of 8),
+/// converted to f32: the low or high 4 bits of 8 bytes.
+__attribute__((target("avx2"), always_inline)) inline __m256
+uint4ToFloats(const uint8_t *row, int64_t lane) {
+  constexpr int64_t half = kWeightPanelWidth / 2;
+  const __m256i bytes = _mm256_cvtepu8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i *>(row + lane % half)));
+  const __m256i values =
+      _mm256_and_si256(_mm256_srl_epi32(bytes, _mm_cvtsi64_si128(lane / half * 4)),
+                       _mm256_set1_epi32(0xF));
+  return _mm256_cvtepi32_ps(values);
+}
 
-  __attribute__((target("avx2"), always_inline)) void
-  load(int64_t p, __m256 (&row)[kDirectVectors]) const {
+/// Columns [lane, lane + 8) of row `values` of a QuantizedStrip in
+/// `format`, converted to f32 and multiplied back by their group's
+/// `scale` (+ `offset`, −zero point · scale, for Uint4).
+__attribute__((target("avx2,fma"), always_inline)) inline __m256
+quantizedToFloats(QuantizedFormat format, const uint8_t *values, int64_t lane,
+                  __m256 scale, __m256 offset) {
+  if (format == QuantizedFormat::Int8)
+    return _mm256_mul_ps(int8ToFloats(values + lane), scale);
+  return _mm256_fmadd_ps(uint4ToFloats(values, lane), scale, offset);
+}
+
+/// The scales and offsets (see quantizedToFloats) of 8 columns of a group
+/// from `lane`.
+__attribute__((target("avx2"), always_inline)) inline void
+loadGroupScales(const QuantizedGroups &groups, int64_t lane, __m256 &scale,
+                __m256 &offset) {
+  scale = _mm256_loadu_ps(groups.scales + lane);
+  offset = _mm256_setzero_ps();
+  if (groups.zeroPoints) {
+    const __m256 zeroPoint = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+        _mm_loadl_epi64(reinterpret_cast<const __m128i *>(groups.zeroPoints + lane))));
+    offset = _mm256_sub_ps(offset, _mm256_mul_ps(zeroPoint, scale));
+  }
+}
+
+/// Rows of a QuantizedStrip within one group, converted and multiplied
+/// back in registers. Every lane of a panel is readable, so no load is
+/// masked.
+template <QuantizedFormat Format> struct QuantizedGroupRows {
+  const uint8_t *row; // the strip's row 0
+  int64_t lane;
+  __m256 scale[kDirectVectors], offset[kDirectVectors];
+
+  __attribute__((target("avx2,fma"), always_inline)) void
+  load(int64_t p, __m256 (&vectors)[kDirectVectors]) const {
     for (int q = 0; q < kDirectVectors; ++q)
-      row[q] = _mm256_mul_ps(int8ToFloats(values + p * kWeightPanelWidth + q * kLanes),
-                             scale[q]);
+      vectors[q] = quantizedToFloats(Format, row + p * panelRowBytes(Format),
+                                     lane + q * kLanes, scale[q], offset[q]);
   }
 };
 
@@ -155,8 +194,22 @@ avx2DirectAccumulate(const float *a, int64_t lda, int64_t begin, int64_t end,
   }
 }
 
-/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip or an Int8Strip,
-/// the latter one group of rows (one set of scales) at a time.
+/// acc[r] += A[r, :k] · B for B a QuantizedStrip in `Format`, one group of
+/// rows (one set of scales) at a time.
+template <int Rows, QuantizedFormat Format>
+__attribute__((target("avx2,fma"), always_inline)) inline void
+avx2AccumulateGroups(int64_t k, const float *a, int64_t lda,
+                     const QuantizedStrip &b, __m256 (&acc)[Rows][kDirectVectors]) {
+  QuantizedGroupRows<Format> rows{b.row, b.lane, {}, {}};
+  for (QuantizedGroups groups{b, k}; groups.next();) {
+    for (int q = 0; q < kDirectVectors; ++q)
+      loadGroupScales(groups, q * kLanes, rows.scale[q], rows.offset[q]);
+    avx2DirectAccumulate<Rows>(a, lda, groups.begin, groups.end, rows, acc);
+  }
+}
+
+/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip or a
+/// QuantizedStrip.
 template <int Rows, typename Strip>
 __attribute__((target("avx2,fma"), always_inline)) inline void
 avx2DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
@@ -173,12 +226,10 @@ avx2DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
     avx2DirectAccumulate<Rows>(a, lda, 0, k, FloatRows{b.b, b.ldb, full, mask},
                                acc);
   } else {
-    for (Int8Groups groups{b, k}; groups.next();) {
-      Int8GroupRows rows{b.values, {}};
-      for (int q = 0; q < kDirectVectors; ++q)
-        rows.scale[q] = _mm256_loadu_ps(groups.scales + q * kLanes);
-      avx2DirectAccumulate<Rows>(a, lda, groups.begin, groups.end, rows, acc);
-    }
+    if (b.format == QuantizedFormat::Int8)
+      avx2AccumulateGroups<Rows, QuantizedFormat::Int8>(k, a, lda, b, acc);
+    else
+      avx2AccumulateGroups<Rows, QuantizedFormat::Uint4>(k, a, lda, b, acc);
   }
   for (int r = 0; r < Rows; ++r)
     for (int q = 0; q < kDirectVectors; ++q) {
@@ -218,22 +269,24 @@ avx2Direct(int64_t k, const float *a, int64_t lda, const float *b, int64_t ldb,
 }
 
 __attribute__((target("avx2,fma"))) void
-avx2DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
-               float *c, int64_t ldc, int64_t rows, int64_t cols,
-               bool accumulate) {
+avx2DirectQuantized(int64_t k, const float *a, int64_t lda,
+                    const QuantizedStrip &b, float *c, int64_t ldc,
+                    int64_t rows, int64_t cols, bool accumulate) {
   avx2DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
 }
 
-__attribute__((target("avx2"))) void
-avx2DequantizeInt8(const Int8Strip &b, int64_t depth, int64_t cols,
-                   float *out) {
-  for (Int8Groups groups{b, depth}; groups.next();)
+__attribute__((target("avx2,fma"))) void
+avx2Dequantize(const QuantizedStrip &b, int64_t depth, int64_t cols,
+               float *out) {
+  const int64_t rowBytes = panelRowBytes(b.format);
+  for (QuantizedGroups groups{b, depth}; groups.next();)
     for (int64_t q = 0; q < cols; q += kLanes) {
-      const __m256 scale = _mm256_loadu_ps(groups.scales + q);
+      __m256 scale, offset;
+      loadGroupScales(groups, q, scale, offset);
       for (int64_t row = groups.begin; row < groups.end; ++row)
         _mm256_storeu_ps(out + row * cols + q,
-                         _mm256_mul_ps(int8ToFloats(b.values + row * kWeightPanelWidth + q),
-                                       scale));
+                         quantizedToFloats(b.format, b.row + row * rowBytes,
+                                           b.lane + q, scale, offset));
     }
 }
 
@@ -249,7 +302,7 @@ static_assert(kDirectRows == 4, "avx2Direct handles 1 to 4 rows");
 const GemmMicrokernel avx2Microkernel{avx2Kernel, kRows,      kColumns,
                                       /*kc=*/256, /*mc=*/960,
                                       /*nc=*/128, avx2Direct, kDirectColumns,
-                                      avx2DirectInt8, avx2DequantizeInt8};
+                                      avx2DirectQuantized, avx2Dequantize};
 
 } // namespace kiln::rt::detail
 

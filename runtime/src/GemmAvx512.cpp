@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <immintrin.h>
-#include <type_traits>
 
 // GCC 12's conversion intrinsics pass _mm512_undefined_*() as the unused
 // merge source, which -Wmaybe-uninitialized reports once they are inlined.
@@ -109,28 +108,96 @@ template <bool Masked> struct FloatRows {
 
 /// 16 int8 values at `from`, sign-extended and converted to f32.
 __attribute__((target("avx512f"), always_inline)) inline __m512
-int8ToFloats(const int8_t *from) {
+int8ToFloats(const uint8_t *from) {
   return _mm512_cvtepi32_ps(
       _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(from))));
 }
 
-/// Rows of an Int8Strip within one group: int8 values, kWeightPanelWidth
-/// apart, sign-extended and converted in registers, and with Scaled
-/// multiplied by the group's scales. Every lane of a panel is readable, so
-/// no load is masked.
-template <bool Scaled> struct Int8GroupRows {
-  const int8_t *values;
-  __m512 scale[kDirectVectors];
+/// 16 bytes at `from`, zero-extended to 32 bits.
+__attribute__((target("avx512f"), always_inline)) inline __m512i
+bytesToLanes(const uint8_t *from) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(from)));
+}
+
+/// The low 4 bits of each lane of `lanes` as f32. A permute by the lanes
+/// (which reads only their low 4 bits) from the table 0..15 masks and
+/// converts in one instruction, where an AND and a conversion take two: a
+/// 4-bit weight's product is bound by the work of unpacking it.
+__attribute__((target("avx512f"), always_inline)) inline __m512
+lowNibblesToFloats(__m512i lanes) {
+  const __m512 nibbleValues = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                             11, 12, 13, 14, 15);
+  return _mm512_permutexvar_ps(lanes, nibbleValues);
+}
+
+/// Columns [lane, lane + 16) of a Uint4 panel row (lane a multiple of 16),
+/// converted to f32: the low or high 4 bits of 16 bytes.
+__attribute__((target("avx512f"), always_inline)) inline __m512
+uint4ToFloats(const uint8_t *row, int64_t lane) {
+  constexpr int64_t half = kWeightPanelWidth / 2;
+  const __m512i bytes = bytesToLanes(row + lane % half);
+  return lowNibblesToFloats(lane < half ? bytes : _mm512_srli_epi32(bytes, 4));
+}
+
+/// 16 scales and, for Uint4, offsets −zero point · scale of a group, from
+/// `lane`: the weight is value · scale + offset.
+struct GroupScales {
+  __m512 scale, offset;
+
+  template <QuantizedFormat Format>
+  __attribute__((target("avx512f"), always_inline)) static GroupScales
+  at(const QuantizedGroups &groups, int64_t lane) {
+    const __m512 scale = _mm512_loadu_ps(groups.scales + lane);
+    if constexpr (Format == QuantizedFormat::Int8)
+      return {scale, _mm512_setzero_ps()};
+    const __m512 zeroPoint = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(groups.zeroPoints + lane))));
+    return {scale, _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(zeroPoint, scale))};
+  }
+};
+
+/// Rows of a QuantizedStrip within one group, converted in registers: the
+/// raw values, or with Scaled the weights value · scale (+ offset). Every
+/// lane of a panel is readable, so no load is masked.
+template <QuantizedFormat Format, bool Scaled> struct QuantizedGroupRows {
+  const uint8_t *row; // the strip's row 0
+  int64_t lane;
+  GroupScales scales[kDirectVectors];
 
   __attribute__((target("avx512f"), always_inline)) void
   load(int64_t p, __m512 (&vectors)[kDirectVectors]) const {
+    const uint8_t *values = row + p * panelRowBytes(Format);
+    if constexpr (Format == QuantizedFormat::Uint4) {
+      // A strip of 4 vectors is a whole panel (lane 0): two vectors of
+      // bytes, each holding two vectors of columns 32 apart.
+      static_assert(kDirectColumns == kWeightPanelWidth);
+      for (int q = 0; q < kDirectVectors / 2; ++q) {
+        const __m512i bytes = bytesToLanes(values + q * kLanes);
+        vectors[q] = lowNibblesToFloats(bytes);
+        vectors[q + kDirectVectors / 2] = lowNibblesToFloats(_mm512_srli_epi32(bytes, 4));
+      }
+    }
     for (int q = 0; q < kDirectVectors; ++q) {
-      vectors[q] = int8ToFloats(values + p * kWeightPanelWidth + q * kLanes);
-      if constexpr (Scaled)
-        vectors[q] = _mm512_mul_ps(vectors[q], scale[q]);
+      if constexpr (Format == QuantizedFormat::Int8)
+        vectors[q] = int8ToFloats(values + lane + q * kLanes);
+      if constexpr (Scaled && Format == QuantizedFormat::Int8)
+        vectors[q] = _mm512_mul_ps(vectors[q], scales[q].scale);
+      else if constexpr (Scaled)
+        vectors[q] = _mm512_fmadd_ps(vectors[q], scales[q].scale, scales[q].offset);
     }
   }
 };
+
+/// The sum of a[0:count].
+__attribute__((target("avx512f"), always_inline)) inline float
+sumOf(const float *a, int64_t count) {
+  __m512 sum = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    sum = _mm512_add_ps(sum, _mm512_loadu_ps(a + i));
+  sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(laneMask(count - i), a + i));
+  return _mm512_reduce_add_ps(sum);
+}
 
 /// The accumulators of up to 4 rows × 4 zmm of C. One row has only
 /// kDirectVectors of them, each FMA waiting on the last: too few to keep two
@@ -202,40 +269,71 @@ struct FloatStrip {
   int64_t ldb;
 };
 
-/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip or an Int8Strip,
-/// the latter one group of rows (one set of scales) at a time.
-template <int Rows, bool Masked, typename Strip>
+/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip.
+template <int Rows, bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectRows(int64_t k, const float *a, int64_t lda, const Strip &b,
+avx512DirectRows(int64_t k, const float *a, int64_t lda, const FloatStrip &b,
                  float *c, int64_t ldc, int64_t cols, bool accumulate) {
   DirectTile<Rows, Masked> tile(cols);
-  if constexpr (std::is_same_v<Strip, FloatStrip>) {
-    tile.accumulate(a, lda, 0, k, FloatRows<Masked>{b.b, b.ldb, tile.mask});
-  } else {
-    // One or two rows do too few FMAs per converted value to hide a
-    // multiply by the scale, which then bounds the kernel below the memory
-    // roofline: they sum a group's products of the raw values and scale
-    // the sums once at the group's end. More rows would run out of
-    // registers for the group's sums, and hide the multiply anyway.
-    constexpr bool kScaleSums = Rows <= 2;
-    for (Int8Groups groups{b, k}; groups.next();) {
-      Int8GroupRows<!kScaleSums> rows{b.values, {}};
-      for (int q = 0; q < kDirectVectors; ++q)
-        rows.scale[q] = _mm512_loadu_ps(groups.scales + q * kLanes);
-      if constexpr (kScaleSums) {
-        DirectTile<Rows, Masked> group(cols);
-        group.accumulate(a, lda, groups.begin, groups.end, rows);
-        for (int chain = 0; chain < tile.Chains; ++chain)
-          for (int r = 0; r < Rows; ++r)
-            for (int q = 0; q < kDirectVectors; ++q)
-              tile.acc[0][r][q] = _mm512_fmadd_ps(group.acc[chain][r][q],
-                                                  rows.scale[q], tile.acc[0][r][q]);
-      } else {
-        tile.accumulate(a, lda, groups.begin, groups.end, rows);
+  tile.accumulate(a, lda, 0, k, FloatRows<Masked>{b.b, b.ldb, tile.mask});
+  tile.store(c, ldc, accumulate);
+}
+
+/// The same for B a QuantizedStrip in `Format`, one group of rows (one set
+/// of scales) at a time.
+template <int Rows, bool Masked, QuantizedFormat Format>
+__attribute__((target("avx512f"), always_inline)) inline void
+avx512DirectQuantizedRows(int64_t k, const float *a, int64_t lda,
+                          const QuantizedStrip &b, float *c, int64_t ldc,
+                          int64_t cols, bool accumulate) {
+  // One or two rows do too few FMAs per converted value to hide a
+  // multiply by the scale, which then bounds the kernel below the memory
+  // roofline: they sum a group's products of the raw values and scale
+  // the sums once at the group's end, adding the offsets times the sum of
+  // the group's A. More rows would run out of registers for the group's
+  // sums, and hide the multiply anyway.
+  constexpr bool kScaleSums = Rows <= 2;
+  DirectTile<Rows, Masked> tile(cols);
+  for (QuantizedGroups groups{b, k}; groups.next();) {
+    QuantizedGroupRows<Format, !kScaleSums> rows{b.row, b.lane, {}};
+    for (int q = 0; q < kDirectVectors; ++q)
+      rows.scales[q] = GroupScales::at<Format>(groups, q * kLanes);
+    if constexpr (kScaleSums) {
+      DirectTile<Rows, Masked> group(cols);
+      group.accumulate(a, lda, groups.begin, groups.end, rows);
+      for (int r = 0; r < Rows; ++r) {
+        __m512 sumOfA = _mm512_setzero_ps();
+        if constexpr (Format != QuantizedFormat::Int8)
+          sumOfA = _mm512_set1_ps(
+              sumOf(a + r * lda + groups.begin, groups.end - groups.begin));
+        for (int q = 0; q < kDirectVectors; ++q) {
+          for (int chain = 0; chain < tile.Chains; ++chain)
+            tile.acc[0][r][q] = _mm512_fmadd_ps(group.acc[chain][r][q],
+                                                rows.scales[q].scale, tile.acc[0][r][q]);
+          if constexpr (Format != QuantizedFormat::Int8)
+            tile.acc[0][r][q] =
+                _mm512_fmadd_ps(sumOfA, rows.scales[q].offset, tile.acc[0][r][q]);
+        }
       }
+    } else {
+      tile.accumulate(a, lda, groups.begin, groups.end, rows);
     }
   }
   tile.store(c, ldc, accumulate);
+}
+
+/// avx512DirectQuantizedRows in the strip's format.
+template <int Rows, bool Masked>
+__attribute__((target("avx512f"), always_inline)) inline void
+avx512DirectRows(int64_t k, const float *a, int64_t lda,
+                 const QuantizedStrip &b, float *c, int64_t ldc, int64_t cols,
+                 bool accumulate) {
+  if (b.format == QuantizedFormat::Int8)
+    avx512DirectQuantizedRows<Rows, Masked, QuantizedFormat::Int8>(
+        k, a, lda, b, c, ldc, cols, accumulate);
+  else
+    avx512DirectQuantizedRows<Rows, Masked, QuantizedFormat::Uint4>(
+        k, a, lda, b, c, ldc, cols, accumulate);
 }
 
 /// avx512DirectRows for 1 to 4 rows of a whole strip of 64 columns or a
@@ -273,23 +371,38 @@ avx512Direct(int64_t k, const float *a, int64_t lda, const float *b,
 }
 
 __attribute__((target("avx512f"))) void
-avx512DirectInt8(int64_t k, const float *a, int64_t lda, const Int8Strip &b,
-                 float *c, int64_t ldc, int64_t rows, int64_t cols,
-                 bool accumulate) {
+avx512DirectQuantized(int64_t k, const float *a, int64_t lda,
+                      const QuantizedStrip &b, float *c, int64_t ldc,
+                      int64_t rows, int64_t cols, bool accumulate) {
   avx512DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
 }
 
-__attribute__((target("avx512f"))) void
-avx512DequantizeInt8(const Int8Strip &b, int64_t depth, int64_t cols,
-                     float *out) {
-  for (Int8Groups groups{b, depth}; groups.next();)
+template <QuantizedFormat Format>
+__attribute__((target("avx512f"), always_inline)) inline void
+avx512DequantizeFormat(const QuantizedStrip &b, int64_t depth, int64_t cols,
+                       float *out) {
+  for (QuantizedGroups groups{b, depth}; groups.next();)
     for (int64_t q = 0; q < cols; q += kLanes) {
-      const __m512 scale = _mm512_loadu_ps(groups.scales + q);
-      for (int64_t row = groups.begin; row < groups.end; ++row)
-        _mm512_storeu_ps(out + row * cols + q,
-                         _mm512_mul_ps(int8ToFloats(b.values + row * kWeightPanelWidth + q),
-                                       scale));
+      const GroupScales scales = GroupScales::at<Format>(groups, q);
+      for (int64_t row = groups.begin; row < groups.end; ++row) {
+        const uint8_t *values = b.row + row * panelRowBytes(Format);
+        const __m512 weight =
+            Format == QuantizedFormat::Int8
+                ? _mm512_mul_ps(int8ToFloats(values + b.lane + q), scales.scale)
+                : _mm512_fmadd_ps(uint4ToFloats(values, b.lane + q),
+                                  scales.scale, scales.offset);
+        _mm512_storeu_ps(out + row * cols + q, weight);
+      }
     }
+}
+
+__attribute__((target("avx512f"))) void
+avx512Dequantize(const QuantizedStrip &b, int64_t depth, int64_t cols,
+                 float *out) {
+  if (b.format == QuantizedFormat::Int8)
+    avx512DequantizeFormat<QuantizedFormat::Int8>(b, depth, cols, out);
+  else
+    avx512DequantizeFormat<QuantizedFormat::Uint4>(b, depth, cols, out);
 }
 
 static_assert(kWeightPanelWidth % kColumns == 0 &&
@@ -304,8 +417,8 @@ static_assert(kDirectRows == 4, "avx512Direct handles 1 to 4 rows");
 // kc = 384 keeps the passes over C, one per kc of depth, few.
 const GemmMicrokernel avx512Microkernel{
     avx512Kernel, kRows,        kColumns,      /*kc=*/384, /*mc=*/960,
-    /*nc=*/256,   avx512Direct, kDirectColumns, avx512DirectInt8,
-    avx512DequantizeInt8};
+    /*nc=*/256,   avx512Direct, kDirectColumns, avx512DirectQuantized,
+    avx512Dequantize};
 
 } // namespace kiln::rt::detail
 

@@ -1,10 +1,14 @@
-"""Checks kilnc --quantize=int8-weight end to end: each export is compiled
-quantized (groups of 32 rows, so that the tiny models' weights have several
-groups; decoders also with --quantize-lm-head), its --report names the
+"""Checks kilnc --quantize=int8-weight and int4-weight end to end: each
+export is compiled quantized (groups of 32 rows, so that the tiny models'
+weights have several groups; decoders also with --quantize-lm-head), its
+--report names the
 weights it quantized, and ONNX Runtime runs the export with exactly those
 weights replaced by their dequantized values (bench/quantization.py redoes
-kiln's quantization in numpy). Kiln's outputs must match within 1e-4 of
-the largest, as the f32 builds do: the int8 kernels compute the same
+kiln's quantization in numpy). The export is also written with its MatMuls
+as ONNX Runtime's 4-bit MatMulNBits (bench/quantization.py, as ORT's
+quantizer lays them out), which kiln compiles as it is and ORT runs as
+the reference. Kiln's outputs must match within 1e-4 of
+the largest, as the f32 builds do: the quantized kernels compute the same
 products as the dequantized f32 weights. The quantization error itself
 (against the f32 export) is printed, not checked: on random weights it
 says nothing of accuracy (bench/run.py reports it).
@@ -32,24 +36,39 @@ def compare_model(kilnc, kiln_run, model, work_dir):
     failures = 0
     model_name = os.path.basename(model)[:-len(".onnx")]
     cases, dims = compare_ort.model_cases(model)
-    variants = {"int8": []}
+    variants = {"int8": ["--quantize=int8-weight"], "int4": ["--quantize=int4-weight"]}
     if cases is compare_ort.DECODER_CASES:
-        variants["int8_lm_head"] = ["--quantize-lm-head"]
+        for mode in ("int8", "int4"):
+            variants[f"{mode}_lm_head"] = [*variants[mode], "--quantize-lm-head"]
+    # ONNX Runtime's own 4-bit format: the export with its MatMuls as
+    # MatMulNBits, which kiln imports and ORT runs as written.
+    variants["matmul_nbits"] = None
     names = harness.output_names(model)
     for variant, options in variants.items():
         artifact = os.path.join(work_dir, f"{model_name}.{variant}.kiln")
-        report_path = os.path.join(work_dir, f"{model_name}.{variant}.json")
-        harness.run_command([kilnc, model, "-o", artifact, "--quantize=int8-weight",
-                             f"--quant-group-size={GROUP_SIZE}", f"--report={report_path}",
-                             *compare_ort.dim_bounds(cases, dims), *options])
-        with open(report_path) as report:
-            record = json.load(report)["quantization"]
-        if not record["weights"]:
-            print(f"FAIL: {model_name} {variant}: no weight was quantized")
-            failures += 1
-            continue
-        reference = os.path.join(work_dir, f"{model_name}.{variant}.dequantized.onnx")
-        quantization.dequantized_model(model, record, reference)
+        reference = os.path.join(work_dir, f"{model_name}.{variant}.reference.onnx")
+        if options is None:
+            count = quantization.matmul_nbits_model(model, reference, GROUP_SIZE)
+            if not count:
+                print(f"SKIP: {model_name} {variant}: no MatMul by a constant weight "
+                      "(its products are Gemms), nothing to write as MatMulNBits")
+                continue
+            harness.run_command([kilnc, reference, "-o", artifact,
+                                 *compare_ort.dim_bounds(cases, dims)])
+            quantized = f"{count} MatMulNBits"
+        else:
+            report_path = os.path.join(work_dir, f"{model_name}.{variant}.json")
+            harness.run_command([kilnc, model, "-o", artifact,
+                                 f"--quant-group-size={GROUP_SIZE}", f"--report={report_path}",
+                                 *compare_ort.dim_bounds(cases, dims), *options])
+            with open(report_path) as report:
+                record = json.load(report)["quantization"]
+            if not record["weights"]:
+                print(f"FAIL: {model_name} {variant}: no weight was quantized")
+                failures += 1
+                continue
+            quantization.dequantized_model(model, record, reference)
+            quantized = f"{len(record['weights'])} weights quantized"
         for seed, (batch, sequence, past) in enumerate(cases):
             case = f"{model_name} {variant} batch={batch} sequence={sequence} past={past}"
             case_dir = os.path.join(work_dir, f"{model_name}_{variant}_{batch}_{sequence}_{past}")
@@ -69,9 +88,8 @@ def compare_model(kilnc, kiln_run, model, work_dir):
                 failures += not ok
                 quantization_error = harness.max_relative_error(kiln[name], f32[name])
                 print(f"{'PASS' if ok else 'FAIL'}: {case} {name} {list(ort[name].shape)} "
-                      f"max relative error {error:.3g} against the dequantized model "
-                      f"({quantization_error:.3g} against f32, {len(record['weights'])} "
-                      "weights quantized)")
+                      f"max relative error {error:.3g} against the reference "
+                      f"({quantization_error:.3g} against f32, {quantized})")
     return failures
 
 

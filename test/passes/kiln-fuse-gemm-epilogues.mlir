@@ -20,17 +20,39 @@ func.func @bias_gelu_behind_reshape(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>
 
 // -----
 
-// Tests that a packed linear (kiln-pack-weights runs after the fusions) takes
-// no epilogue: the fused op would take the add's type, which may not keep
-// the static N that a packed weight needs.
+// Tests that a packed linear (an importer may make one: ONNX Runtime's
+// MatMulNBits) takes an epilogue and keeps its static N, which a packed
+// weight needs: the fused op keeps the product's type and is cast to the
+// add's, which lost N.
 
-// CHECK-LABEL: func.func @no_fuse_into_packed
-//       CHECK: kiln.linear %{{.+}}, %{{.+}} {packed}
-//       CHECK: kiln.add
-func.func @no_fuse_into_packed(%x: tensor<?x8xf32>, %w: tensor<2x8x64xf32>, %r: tensor<?x?xf32>) -> tensor<?x?xf32> {
+// CHECK-LABEL: func.func @fuse_into_packed
+//       CHECK: %[[Y:.+]] = kiln.linear %{{.+}}, %{{.+}} residual %{{.+}} {packed} : (tensor<?x8xf32>, tensor<2x8x64xf32>, tensor<?x?xf32>) -> tensor<?x120xf32>
+//       CHECK: %[[C:.+]] = tensor.cast %[[Y]] : tensor<?x120xf32> to tensor<?x?xf32>
+//       CHECK: return %[[C]]
+func.func @fuse_into_packed(%x: tensor<?x8xf32>, %w: tensor<2x8x64xf32>, %r: tensor<?x?xf32>) -> tensor<?x?xf32> {
   %p = kiln.linear %x, %w {packed} : (tensor<?x8xf32>, tensor<2x8x64xf32>) -> tensor<?x120xf32>
   %y = kiln.add %p, %r : (tensor<?x120xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
   return %y : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that a 4-bit packed linear keeps its scales, zero points and group
+// size when its activation and residual fuse into it.
+
+// CHECK-LABEL: func.func @fuse_into_uint4
+//       CHECK: %[[G:.+]] = kiln.linear %{{.+}}, %{{.+}} scales %{{.+}} zero_points %{{.+}} activation silu {group_size = 32 : i64, packed}
+//       CHECK: kiln.linear %{{.+}}, %{{.+}} scales %{{.+}} zero_points %{{.+}} gate %[[G]] residual %{{.+}} {group_size = 32 : i64, packed}
+//   CHECK-NOT: kiln.silu
+//   CHECK-NOT: kiln.mul
+//   CHECK-NOT: kiln.add
+func.func @fuse_into_uint4(%x: tensor<?x64xf32>, %w: tensor<1x64x32xui8>, %s: tensor<1x2x64xf32>, %z: tensor<1x2x64xui8>, %r: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %g = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 32 : i64} : (tensor<?x64xf32>, tensor<1x64x32xui8>, tensor<1x2x64xf32>, tensor<1x2x64xui8>) -> tensor<?x64xf32>
+  %a = kiln.silu %g : tensor<?x64xf32>
+  %u = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 32 : i64} : (tensor<?x64xf32>, tensor<1x64x32xui8>, tensor<1x2x64xf32>, tensor<1x2x64xui8>) -> tensor<?x64xf32>
+  %m = kiln.mul %a, %u : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  %y = kiln.add %m, %r : (tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
 }
 
 // -----

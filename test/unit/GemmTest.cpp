@@ -95,50 +95,79 @@ struct WeightMatrix {
   }
 };
 
-/// A k×n B as an Int8Weight: random values in [-127, 127] and positive
+/// A k×n B as a QuantizedWeight in `format`: random values (int8 in
+/// [-127, 127], 4-bit in [0, 15] with random zero points) and positive
 /// scales, one per column and group of `groupSize` rows, in panels with
 /// `padding` rows of junk (NaN scales) between them, and zeros past n in
 /// the last, as the layout requires. `dequantized` is B in f32, each
-/// element value · scale rounded once, as the kernels compute it.
-struct Int8Matrix {
+/// element (value − zero point) · scale rounded once, as the kernels
+/// compute it; `errorScale` is (|value| + zero point) · scale, the scale of
+/// the rounding error of kernels that multiply the value and the zero point
+/// by the scale apart.
+struct QuantizedMatrix {
+  QuantizedFormat format;
   int64_t groupSize, ld, scalesLd;
-  std::vector<int8_t> values;
+  std::vector<uint8_t> values, zeroPoints;
   std::vector<float> scales;
-  WeightMatrix dequantized;
+  WeightMatrix dequantized, errorScale;
 
-  Int8Matrix(int64_t k, int64_t n, int64_t groupSize, int64_t padding,
-             std::mt19937 &rng)
-      : groupSize(groupSize), ld((k + padding) * kWeightPanelWidth),
+  QuantizedMatrix(QuantizedFormat format, int64_t k, int64_t n,
+                  int64_t groupSize, int64_t padding, std::mt19937 &rng)
+      : format(format), groupSize(groupSize),
+        ld((k + padding) * panelRowBytes(format)),
         scalesLd(((k + groupSize - 1) / groupSize + padding) * kWeightPanelWidth),
-        dequantized(GemmLayout::RowMajor, Matrix(k, n, 0, rng), 0) {
+        dequantized(GemmLayout::RowMajor, Matrix(k, n, 0, rng), 0),
+        errorScale(GemmLayout::RowMajor, Matrix(k, n, 0, rng), 0) {
+    const bool int8 = format == QuantizedFormat::Int8;
     const int64_t panels = (n + kWeightPanelWidth - 1) / kWeightPanelWidth;
     values.assign(std::max<int64_t>(1, panels * ld), 0x55);
     scales.assign(std::max<int64_t>(1, panels * scalesLd), kNaN);
-    std::uniform_int_distribution<int> value(-127, 127);
+    if (!int8)
+      zeroPoints.assign(scales.size(), 0xAA);
+    std::uniform_int_distribution<int> value(int8 ? -127 : 0, int8 ? 127 : 15);
+    std::uniform_int_distribution<int> zeroPoint(0, 15);
     std::uniform_real_distribution<float> scale(1e-4f, 1e-2f);
     for (int64_t panel = 0; panel < panels; ++panel)
       for (int64_t lane = 0; lane < kWeightPanelWidth; ++lane) {
         const int64_t j = panel * kWeightPanelWidth + lane;
         for (int64_t p = 0; p < k; ++p) {
-          float &groupScale = scales[panel * scalesLd +
-                                     p / groupSize * kWeightPanelWidth + lane];
-          int8_t &element = values[panel * ld + p * kWeightPanelWidth + lane];
-          if (j >= n) {
-            groupScale = 0.0f;
-            element = 0;
-            continue;
+          const int64_t group = panel * scalesLd + p / groupSize * kWeightPanelWidth + lane;
+          const bool past = j >= n;
+          if (p % groupSize == 0) {
+            scales[group] = past ? 0.0f : scale(rng);
+            if (!int8)
+              zeroPoints[group] = past ? 0 : zeroPoint(rng);
           }
-          if (p % groupSize == 0)
-            groupScale = scale(rng);
-          element = static_cast<int8_t>(value(rng));
-          dequantized.stored.at(p, j) = static_cast<float>(element) * groupScale;
+          const int stored = past ? 0 : value(rng);
+          uint8_t *row = values.data() + panel * ld + p * panelRowBytes(format);
+          if (int8) {
+            row[lane] = static_cast<uint8_t>(static_cast<int8_t>(stored));
+          } else {
+            const int64_t half = kWeightPanelWidth / 2, shift = lane / half * 4;
+            uint8_t &byte = row[lane % half];
+            byte = static_cast<uint8_t>((byte & ~(0xF << shift)) | (stored << shift));
+          }
+          if (!past) {
+            const int zero = int8 ? 0 : zeroPoints[group];
+            dequantized.stored.at(p, j) = static_cast<float>(stored - zero) * scales[group];
+            errorScale.stored.at(p, j) = (std::abs(stored) + zero) * scales[group];
+          }
         }
       }
   }
-  Int8Weight weight() const {
-    return {values.data(), ld, scales.data(), scalesLd, groupSize};
+  QuantizedWeight weight() const {
+    return {format,    values.data(), ld,       scales.data(),
+            zeroPoints.empty() ? nullptr : zeroPoints.data(),
+            scalesLd,  groupSize};
   }
 };
+
+constexpr QuantizedFormat kQuantizedFormats[] = {QuantizedFormat::Int8,
+                                                 QuantizedFormat::Uint4};
+
+std::string formatName(QuantizedFormat format) {
+  return format == QuantizedFormat::Int8 ? "int8" : "uint4";
+}
 
 constexpr GemmLayout kAllLayouts[] = {
     GemmLayout::RowMajor, GemmLayout::Transposed, GemmLayout::Panels};
@@ -153,10 +182,11 @@ std::string shapeName(const Shape &s) {
 }
 
 /// Checks C = A·B against a double-precision product, relative to Σ|a·b|,
-/// the scale of the rounding error of any summation order; and that C's
-/// padding was not written.
+/// the scale of the rounding error of any summation order (Σ|a|·bScale
+/// when given: B's elements may be sums whose terms the kernel adds apart);
+/// and that C's padding was not written.
 void expectProduct(const Matrix &a, const WeightMatrix &b, const Matrix &c,
-                   const std::string &what) {
+                   const std::string &what, const WeightMatrix *bScale = nullptr) {
   int64_t mismatches = 0;
   for (int64_t i = 0; i < c.rows; ++i) {
     for (int64_t j = 0; j < c.cols; ++j) {
@@ -164,7 +194,7 @@ void expectProduct(const Matrix &a, const WeightMatrix &b, const Matrix &c,
       for (int64_t p = 0; p < a.cols; ++p) {
         const double term = double(a.at(i, p)) * b.at(p, j);
         sum += term;
-        magnitude += std::fabs(term);
+        magnitude += bScale ? std::fabs(a.at(i, p)) * bScale->at(p, j) : std::fabs(term);
       }
       const double error = std::fabs(double(c.at(i, j)) - sum);
       if (!(error <= 1e-5 * magnitude + 1e-30) && mismatches++ < 5)
@@ -411,66 +441,74 @@ TEST_P(SgemmTest, EpilogueSpecialValues) {
   }
 }
 
-TEST_P(SgemmTest, Int8WeightMatchesDequantizedProduct) {
+TEST_P(SgemmTest, QuantizedWeightMatchesDequantizedProduct) {
   // Rows through the direct path (1 to 4 at a time, up to kStreamedRows),
   // past it (packed A, the values dequantized panel by panel) and across
   // the direct path's depth pieces (k > 1024) with groups that do and do
   // not line up with them; partial strips, one column, groups of one row,
-  // groups that do not divide k, and panels with junk between them.
-  struct Int8Case {
+  // groups that do not divide k, and panels with junk between them; for
+  // int8 and 4-bit values.
+  struct QuantizedCase {
     int64_t n, k, groupSize;
   };
   ThreadPool twoThreads(2);
   std::mt19937 rng(17);
-  for (const Int8Case &weightCase :
-       {Int8Case{1, 1, 1}, Int8Case{17, 37, 7}, Int8Case{64, 128, 128},
-        Int8Case{70, 300, 32}, Int8Case{130, 129, 128}, Int8Case{200, 1030, 64},
-        Int8Case{70, 1100, 100}, Int8Case{33, 5, 1}}) {
-    for (int64_t padding : {0, 2}) {
-      const Int8Matrix b(weightCase.k, weightCase.n, weightCase.groupSize,
-                         padding, rng);
-      for (int64_t m : {1, 2, 3, 4, 5, 9, 32, 33, 70}) {
-        const Matrix a(m, weightCase.k, padding, rng);
-        for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
-          Matrix c(m, weightCase.n, padding, rng);
-          std::fill(c.data.begin(), c.data.end(), kNaN);
-          sgemmInt8Weight(m, weightCase.n, weightCase.k, a.data.data(), a.ld,
-                          b.weight(), c.data.data(), c.ld, pool);
-          expectProduct(a, b.dequantized, c,
-                        shapeName({m, weightCase.n, weightCase.k}) + " group " +
-                            std::to_string(weightCase.groupSize) + " padding " +
-                            std::to_string(padding) +
-                            (pool ? " 2 threads" : " serial"));
+  for (QuantizedFormat format : kQuantizedFormats)
+    for (const QuantizedCase &weightCase :
+         {QuantizedCase{1, 1, 1}, QuantizedCase{17, 37, 7},
+          QuantizedCase{64, 128, 128}, QuantizedCase{70, 300, 32},
+          QuantizedCase{130, 129, 128}, QuantizedCase{200, 1030, 64},
+          QuantizedCase{70, 1100, 100}, QuantizedCase{33, 5, 1}}) {
+      for (int64_t padding : {0, 2}) {
+        const QuantizedMatrix b(format, weightCase.k, weightCase.n,
+                                weightCase.groupSize, padding, rng);
+        for (int64_t m : {1, 2, 3, 4, 5, 9, 32, 33, 70}) {
+          const Matrix a(m, weightCase.k, padding, rng);
+          for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
+            Matrix c(m, weightCase.n, padding, rng);
+            std::fill(c.data.begin(), c.data.end(), kNaN);
+            sgemmQuantizedWeight(m, weightCase.n, weightCase.k, a.data.data(),
+                                 a.ld, b.weight(), c.data.data(), c.ld, pool);
+            expectProduct(a, b.dequantized, c,
+                          formatName(format) + " " +
+                              shapeName({m, weightCase.n, weightCase.k}) +
+                              " group " + std::to_string(weightCase.groupSize) +
+                              " padding " + std::to_string(padding) +
+                              (pool ? " 2 threads" : " serial"),
+                          &b.errorScale);
+          }
         }
       }
     }
-  }
 }
 
-TEST_P(SgemmTest, Int8WeightAppliesEpilogue) {
-  // The epilogue after an int8 weight's product, direct and packed.
+TEST_P(SgemmTest, QuantizedWeightAppliesEpilogue) {
+  // The epilogue after a quantized weight's product, direct and packed.
   std::mt19937 rng(19);
   const int64_t n = 70, k = 200;
-  const Int8Matrix b(k, n, 64, 1, rng);
-  const Matrix bias(1, n, 0, rng);
-  for (int64_t m : {3, 40}) {
-    const Matrix a(m, k, 0, rng), residual(m, n, 2, rng);
-    GemmEpilogue epilogue;
-    epilogue.bias = bias.data.data();
-    epilogue.activation = GemmActivation::Relu;
-    epilogue.residual = residual.data.data();
-    epilogue.ldr = residual.ld;
-    Matrix c(m, n, 0, rng);
-    sgemmInt8Weight(m, n, k, a.data.data(), a.ld, b.weight(), c.data.data(),
-                    c.ld, nullptr, epilogue);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double sum = bias.at(0, j);
-        for (int64_t p = 0; p < k; ++p)
-          sum += double(a.at(i, p)) * b.dequantized.at(p, j);
-        ASSERT_NEAR(c.at(i, j), std::max(sum, 0.0) + residual.at(i, j), 1e-5)
-            << m << " rows, at [" << i << "," << j << "]";
-      }
+  for (QuantizedFormat format : kQuantizedFormats) {
+    const QuantizedMatrix b(format, k, n, 64, 1, rng);
+    const Matrix bias(1, n, 0, rng);
+    for (int64_t m : {3, 40}) {
+      const Matrix a(m, k, 0, rng), residual(m, n, 2, rng);
+      GemmEpilogue epilogue;
+      epilogue.bias = bias.data.data();
+      epilogue.activation = GemmActivation::Relu;
+      epilogue.residual = residual.data.data();
+      epilogue.ldr = residual.ld;
+      Matrix c(m, n, 0, rng);
+      sgemmQuantizedWeight(m, n, k, a.data.data(), a.ld, b.weight(),
+                           c.data.data(), c.ld, nullptr, epilogue);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = bias.at(0, j);
+          for (int64_t p = 0; p < k; ++p)
+            sum += double(a.at(i, p)) * b.dequantized.at(p, j);
+          ASSERT_NEAR(c.at(i, j), std::max(sum, 0.0) + residual.at(i, j), 1e-5)
+              << formatName(format) << " " << m << " rows, at [" << i << ","
+              << j << "]";
+        }
+    }
   }
 }
 
@@ -502,7 +540,7 @@ kiln_linear_params_t linearParams(int64_t m, int64_t n, int64_t k,
   params.weight = b;
   params.weight_stride = ldb;
   params.weight_layout = layout;
-  params.weight_dtype = KILN_DTYPE_F32;
+  params.weight_dtype = KILN_WEIGHT_F32;
   params.out = c.data.data();
   params.ldc = c.ld;
   return params;
@@ -566,23 +604,29 @@ TEST(KilnUkernelLinearTest, LayoutCodesAreTheCompilersEnum) {
   }
 }
 
-TEST(KilnUkernelLinearTest, Int8WeightThroughTheParameterStruct) {
-  // weight_dtype KILN_DTYPE_I8 with packed panels, scales and group size
-  // as kiln-quantize-weights lays them out, direct (2 rows) and packed (40).
+TEST(KilnUkernelLinearTest, QuantizedWeightThroughTheParameterStruct) {
+  // weight_dtype KILN_WEIGHT_I8 and KILN_WEIGHT_U4 with packed panels,
+  // scales (and zero points) and group size as kiln-quantize-weights lays
+  // them out, direct (2 rows) and packed (40).
   std::mt19937 rng(6);
   const int64_t n = 70, k = 150;
-  const Int8Matrix b(k, n, 64, 1, rng);
-  for (int64_t m : {2, 40}) {
-    const Matrix a(m, k, 0, rng);
-    Matrix c(m, n, 1, rng);
-    kiln_linear_params_t params =
-        linearParams(m, n, k, a, b.values.data(), b.ld, /*layout=*/2, c);
-    params.weight_dtype = KILN_DTYPE_I8;
-    params.scales = b.scales.data();
-    params.scales_stride = b.scalesLd;
-    params.group_size = b.groupSize;
-    kiln_ukernel_linear(&params);
-    expectProduct(a, b.dequantized, c, std::to_string(m) + " rows");
+  for (auto [format, dtype] : {std::pair{QuantizedFormat::Int8, KILN_WEIGHT_I8},
+                               std::pair{QuantizedFormat::Uint4, KILN_WEIGHT_U4}}) {
+    const QuantizedMatrix b(format, k, n, 64, 1, rng);
+    for (int64_t m : {2, 40}) {
+      const Matrix a(m, k, 0, rng);
+      Matrix c(m, n, 1, rng);
+      kiln_linear_params_t params =
+          linearParams(m, n, k, a, b.values.data(), b.ld, /*layout=*/2, c);
+      params.weight_dtype = dtype;
+      params.scales = b.scales.data();
+      params.zero_points = b.weight().zeroPoints;
+      params.scales_stride = b.scalesLd;
+      params.group_size = b.groupSize;
+      kiln_ukernel_linear(&params);
+      expectProduct(a, b.dequantized, c, formatName(format) + " " + std::to_string(m) + " rows",
+                    &b.errorScale);
+    }
   }
 }
 
@@ -592,25 +636,28 @@ TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
   std::mt19937 rng(1);
   const Matrix a(1, 1, 0, rng), b(1, 1, 0, rng);
   Matrix c(1, 1, 0, rng);
+  const uint8_t zeroPoint = 0;
   auto linear = [&](int64_t layout, int64_t activation, int64_t dtype,
-                    int64_t groupSize) {
+                    int64_t groupSize, const uint8_t *zeroPoints = nullptr) {
     kiln_linear_params_t params =
         linearParams(1, 1, 1, a, b.data.data(), 1, layout, c);
     params.activation = activation;
     params.weight_dtype = dtype;
     params.group_size = groupSize;
+    params.zero_points = zeroPoints;
     kiln_ukernel_linear(&params);
   };
-  EXPECT_DEATH(linear(0, 5, KILN_DTYPE_F32, 0),
+  EXPECT_DEATH(linear(0, 5, KILN_WEIGHT_F32, 0),
                "kiln_ukernel_linear: unknown activation code");
-  EXPECT_DEATH(linear(3, 0, KILN_DTYPE_F32, 0),
+  EXPECT_DEATH(linear(3, 0, KILN_WEIGHT_F32, 0),
                "kiln_ukernel_linear: unknown weight layout code");
   EXPECT_DEATH(linear(0, 0, KILN_DTYPE_F16, 0),
                "kiln_ukernel_linear: unknown weight dtype");
-  EXPECT_DEATH(linear(0, 0, KILN_DTYPE_I8, 1),
-               "an int8 weight must be packed in panels");
-  EXPECT_DEATH(linear(2, 0, KILN_DTYPE_I8, 0),
-               "an int8 weight must be packed in panels");
+  const char *quantizedMisuse = "a quantized weight must be packed in panels";
+  EXPECT_DEATH(linear(0, 0, KILN_WEIGHT_I8, 1), quantizedMisuse);
+  EXPECT_DEATH(linear(2, 0, KILN_WEIGHT_I8, 0), quantizedMisuse);
+  EXPECT_DEATH(linear(2, 0, KILN_WEIGHT_I8, 1, &zeroPoint), quantizedMisuse);
+  EXPECT_DEATH(linear(2, 0, KILN_WEIGHT_U4, 1), quantizedMisuse);
 }
 
 TEST(GemmIsaTest, NamesAndLimits) {

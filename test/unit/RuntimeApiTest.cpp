@@ -377,11 +377,11 @@ TEST(RuntimeLoad, DamagedArtifactCodes) {
   bytes[0] = 'X';
   expectCode("magic.kiln", bytes, KILN_STATUS_INVALID_ARGUMENT, "not a Kiln artifact");
   bytes = good;
-  // Version 4 artifacts call kiln_ukernel_linear with 16 arguments, not
-  // its parameter struct.
-  writeAt<uint32_t>(bytes, 8, 4);
+  // Version 5 artifacts fill a kiln_linear_params_t of 20 slots, without
+  // zero points.
+  writeAt<uint32_t>(bytes, 8, 5);
   expectCode("version.kiln", bytes, KILN_STATUS_UNIMPLEMENTED,
-             "format version 4");
+             "format version 5");
   expectCode("short-header.kiln", std::vector<char>(good.begin(), good.begin() + 79),
              KILN_STATUS_DATA_LOSS, "truncated: 79 bytes");
   expectCode("truncated.kiln", std::vector<char>(good.begin(), good.end() - 1),

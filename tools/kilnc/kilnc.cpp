@@ -2,7 +2,7 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
-// [--disable=fusion,...] [--quantize=int8-weight] [--report=FILE.json]
+// [--disable=fusion,...] [--quantize=int8-weight|int4-weight] [--report=FILE.json]
 //
 // Each stage that fails says so: reading, parsing, checking, importing, or
 // writing the output. The exit code is non-zero on any failure.
@@ -106,14 +106,17 @@ cl::opt<int64_t> kvBlockSize("kv-block-size",
                              cl::desc("Tokens per block of a paged KV cache"),
                              cl::init(16), cl::cat(kilncCategory));
 
-enum class Quantization { None, Int8Weight };
+enum class Quantization { None, Int8Weight, Int4Weight };
 cl::opt<Quantization> quantize(
     "quantize", cl::desc("Quantize the weights"), cl::init(Quantization::None),
     cl::values(clEnumValN(Quantization::None, "none", "f32 weights, as exported"),
                clEnumValN(Quantization::Int8Weight, "int8-weight",
                           "weight-only int8: the packed weights of the products "
                           "as int8 with a scale per column and group of rows; "
-                          "activations stay f32")),
+                          "activations stay f32"),
+               clEnumValN(Quantization::Int4Weight, "int4-weight",
+                          "weight-only 4-bit: as int8-weight, but 4-bit values "
+                          "with a zero point per column and group")),
     cl::cat(kilncCategory));
 
 cl::opt<int64_t> quantGroupSize(
@@ -219,14 +222,17 @@ int main(int argc, char **argv) {
     return failStage("reading the options", "--kv-block-size must be in [1, 4096]");
   if (kvCache == KvCacheKind::Paged)
     compileOptions.optimizations.pagedKvBlockSize = kvBlockSize;
-  if (quantize == Quantization::Int8Weight) {
+  if (quantize != Quantization::None) {
+    const bool int8 = quantize == Quantization::Int8Weight;
     if (!compileOptions.optimizations.packWeights)
       return failStage("reading the options",
-                       "--quantize=int8-weight quantizes packed weights, which "
-                       "--disable=pack-weights turns off");
+                       std::string("--quantize=") + (int8 ? "int8" : "int4") +
+                           "-weight quantizes packed weights, which "
+                           "--disable=pack-weights turns off");
     if (quantGroupSize < 1)
       return failStage("reading the options", "--quant-group-size must be positive");
     compileOptions.optimizations.quantizeWeights = true;
+    compileOptions.optimizations.quantizeBits = int8 ? 8 : 4;
     compileOptions.optimizations.quantizeGroupSize = quantGroupSize;
     compileOptions.optimizations.quantizeLmHead = quantizeLmHead;
   } else if (quantizeLmHead || quantGroupSize.getNumOccurrences()) {

@@ -236,26 +236,40 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     OpFoldResult rows = flat.rows;
     UkernelBuffer lhs = readBuffer(rewriter, loc, flat.flatInput, true);
     UkernelBuffer rhs = readBuffer(rewriter, loc, weight, true);
-    // The microkernels step through a panel's rows 64 elements at a time;
-    // the panels themselves may lie any stride apart.
-    auto checkPanelRows = [&](const UkernelBuffer &panels, StringRef what) {
+    // The microkernels step through a panel's rows (64 elements, or 32
+    // bytes of 4-bit pairs) at a time; the panels themselves may lie any
+    // stride apart.
+    auto checkPanelRows = [&](const UkernelBuffer &panels, int64_t rowElements,
+                              StringRef what) {
       check(rewriter, loc, op,
             rewriter.create<arith::CmpIOp>(
                 loc, arith::CmpIPredicate::eq, panels.strides[1],
-                i64Constant(rewriter, loc, LinearOp::kPanelWidth)),
-            "the packed " + what + " rows are not " +
-                Twine(LinearOp::kPanelWidth) + " elements apart");
+                i64Constant(rewriter, loc, rowElements)),
+            "the packed " + what + " rows are not " + Twine(rowElements) +
+                " elements apart");
     };
     if (layout == WeightLayout::Panels)
-      checkPanelRows(rhs, "weight's");
-    // An int8 weight's scales, panels of one row per group.
-    Value scales = nullPointer(rewriter, loc), scalesStride, groupSize;
+      checkPanelRows(rhs, op.panelRowElements(), "weight's");
+    // A quantized weight's scales (and zero points), panels of one row per
+    // group; the zero points lie as the scales do.
+    Value scales = nullPointer(rewriter, loc), zeroPoints = scales, scalesStride,
+          groupSize;
     if (op.isQuantized()) {
       UkernelBuffer scaleBuffer = readBuffer(rewriter, loc, adaptor.getScales(), true);
-      checkPanelRows(scaleBuffer, "scales'");
+      checkPanelRows(scaleBuffer, LinearOp::kPanelWidth, "scales'");
       scales = scaleBuffer.pointer;
       scalesStride = scaleBuffer.strides[0];
       groupSize = i64Constant(rewriter, loc, *op.getGroupSize());
+      if (op.isUint4()) {
+        UkernelBuffer zeroPointBuffer =
+            readBuffer(rewriter, loc, adaptor.getZeroPoints(), true);
+        check(rewriter, loc, op,
+              rewriter.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                             zeroPointBuffer.strides[0], scalesStride),
+              "the zero points are not laid out as the scales are");
+        checkPanelRows(zeroPointBuffer, LinearOp::kPanelWidth, "zero points'");
+        zeroPoints = zeroPointBuffer.pointer;
+      }
     } else {
       scalesStride = groupSize = i64Constant(rewriter, loc, 0);
     }
@@ -290,8 +304,9 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     UkernelBuffer out = describeBuffer(rewriter, loc, output);
     int64_t activation =
         op.getActivation() ? static_cast<int64_t>(*op.getActivation()) : 0;
-    kiln_dtype_t weightDtype =
-        op.isQuantized() ? KILN_DTYPE_I8 : KILN_DTYPE_F32;
+    kiln_weight_dtype_t weightDtype = !op.isQuantized() ? KILN_WEIGHT_F32
+                                      : op.isUint4()    ? KILN_WEIGHT_U4
+                                                        : KILN_WEIGHT_I8;
     // The slots of kiln_linear_params_t, in declaration order.
     SmallVector<Value> slots = {
         out.sizes[0],
@@ -304,6 +319,7 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
         i64Constant(rewriter, loc, static_cast<int64_t>(layout)),
         i64Constant(rewriter, loc, weightDtype),
         scales,
+        zeroPoints,
         scalesStride,
         groupSize,
         bias,

@@ -179,10 +179,10 @@ LogicalResult LinearOp::verify() {
     if (getTransposeB())
       return emitOpError() << "a packed weight cannot also be transposed";
     int64_t n = getWeightSizes().second;
-    if (ShapedType::isDynamic(n) || weight[2] != kPanelWidth ||
+    if (ShapedType::isDynamic(n) || weight[2] != panelRowElements() ||
         weight[0] != panelCount(n))
       return emitOpError() << "a packed weight for N columns must be [ceil(N/"
-                           << kPanelWidth << "), K, " << kPanelWidth
+                           << kPanelWidth << "), K, " << panelRowElements()
                            << "] with N the result's static last dim, got "
                            << getWeight().getType() << " for "
                            << getResult().getType();
@@ -199,10 +199,13 @@ LogicalResult LinearOp::verify() {
   Type elementType = getType().getElementType();
   Type weightElement = cast<ShapedType>(getWeight().getType()).getElementType();
   if (Value scales = getScales()) {
-    if (!weightElement.isInteger(8) || !getPacked() || !getGroupSize() ||
-        *getGroupSize() <= 0)
-      return emitOpError() << "a weight with scales must be packed int8 values "
-                           << "with a positive group_size, got "
+    const bool uint4 = isUint4();
+    if (!weightElement.isInteger(8) || weightElement.isUnsignedInteger() != uint4 ||
+        !getPacked() || !getGroupSize() || *getGroupSize() <= 0)
+      return emitOpError() << "a weight with scales must be packed "
+                           << (uint4 ? "ui8 pairs of 4-bit values (it has zero points)"
+                                     : "i8 values")
+                           << " with a positive group_size, got "
                            << getWeight().getType();
     ArrayRef<int64_t> scalesShape = shapeOf(scales);
     int64_t groups = ShapedType::isDynamic(weightK)
@@ -215,12 +218,18 @@ LogicalResult LinearOp::verify() {
                            << " rows must be " << formatShape(expectedScales)
                            << " of " << elementType << ", got "
                            << scales.getType();
+    if (Value zeroPoints = getZeroPoints();
+        zeroPoints && failed(verifyCompatibleShape(shapeOf(zeroPoints), scalesShape)))
+      return emitOpError() << "zero points " << zeroPoints.getType()
+                           << " must have the scales' shape " << formatShape(scalesShape);
+  } else if (getZeroPoints()) {
+    return emitOpError() << "zero_points needs scales";
   } else if (getGroupSize()) {
     return emitOpError() << "group_size needs scales";
   } else if (weightElement != elementType) {
     return emitOpError() << "the weight's element type " << weightElement
                          << " is not the result's " << elementType
-                         << " (an int8 weight needs scales)";
+                         << " (a quantized weight needs scales)";
   }
   for (Value operand : {getBias(), getGate(), getResidual()})
     if (operand &&

@@ -240,10 +240,23 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     %y = kiln.linear %x, %wq scales %s {packed, group_size = 128 : i64}
         : (tensor<?x256xf32>, tensor<3x256x64xi8>, tensor<3x2x64xf32>) -> tensor<?x172xf32>
     ```
+
+    Or asymmetric 4-bit: `ui8` panels [ceil(N/64), K, 32], each byte two
+    unsigned 4-bit values (column c of a panel in the low 4 bits of byte c,
+    column c + 32 in its high 4 bits), with `zero_points` (`ui8` in
+    [0, 15], the scales' shape). Weight element [p][j] is then (value
+    [p][j] - zero point [p / G][j]) times scale [p / G][j].
+
+    ```mlir
+    %y = kiln.linear %x, %wq scales %s zero_points %z {packed, group_size = 128 : i64}
+        : (tensor<?x256xf32>, tensor<3x256x32xui8>, tensor<3x2x64xf32>, tensor<3x2x64xui8>)
+        -> tensor<?x172xf32>
+    ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
-                   AnyTypeOf<[Kiln_FloatTensor, TensorOf<[I8]>]>:$weight,
+                   AnyTypeOf<[Kiln_FloatTensor, TensorOf<[I8]>, TensorOf<[UI8]>]>:$weight,
                    Optional<Kiln_FloatTensor>:$scales,
+                   Optional<TensorOf<[UI8]>>:$zero_points,
                    Optional<Kiln_FloatTensor>:$bias,
                    OptionalAttr<Kiln_Activation>:$activation,
                    Optional<Kiln_FloatTensor>:$gate,
@@ -251,7 +264,8 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
                    UnitAttr:$packed, OptionalAttr<I64Attr>:$group_size);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`scales` $scales^)? (`bias` $bias^)? (`activation` $activation^)?
+    $input `,` $weight (`scales` $scales^)? (`zero_points` $zero_points^)?
+    (`bias` $bias^)? (`activation` $activation^)?
     (`gate` $gate^)? (`residual` $residual^)? attr-dict `:`
     functional-type(operands, results)
   }];
@@ -267,8 +281,12 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     /// The weight's contraction size K and column count N (dynamic when
     /// unknown), whatever its layout.
     std::pair<int64_t, int64_t> getWeightSizes();
-    /// Whether the weight is int8 values with scales by group.
+    /// Whether the weight is quantized values with scales by group.
     bool isQuantized() { return getScales() != nullptr; }
+    /// Whether the weight is 4-bit values in pairs, with zero points.
+    bool isUint4() { return getZeroPoints() != nullptr; }
+    /// Bytes (elements) per row of a packed weight's panel.
+    int64_t panelRowElements() { return isUint4() ? kPanelWidth / 2 : kPanelWidth; }
   }];
   let hasVerifier = 1;
 }
@@ -972,7 +990,9 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure,
   let description = [{
     Holds a tensor literal. Weights are `dense_resource` blobs that the
     printer keeps out of the op's text; small constants are `dense` literals
-    that folders can read.
+    that folders can read. Besides the kiln element types, a constant may
+    be `ui8`: the packed 4-bit weights and zero points that
+    `kiln-quantize-weights` makes for `kiln.linear`, which no other op reads.
 
     Example:
 
@@ -982,7 +1002,7 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [ConstantLike, Pure,
     ```
   }];
   let arguments = (ins ElementsAttr:$value);
-  let results = (outs Kiln_Tensor:$result);
+  let results = (outs AnyTypeOf<[Kiln_Tensor, RankedTensorOf<[UI8]>]>:$result);
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
 }

@@ -55,17 +55,32 @@ typedef struct kiln_paged_attention_params_s {
 
 #define KILN_PAGED_ATTENTION_SLOTS 47
 
+/* How kiln_linear_params_t's WEIGHT_DTYPE stores a weight. F32 and I8
+ * have kiln_dtype_t's codes; 4-bit values are never a tensor's element
+ * type, so U4's code lies outside kiln_dtype_t. */
+typedef enum kiln_weight_dtype_e {
+  KILN_WEIGHT_F32 = 1,
+  KILN_WEIGHT_I8 = 7,
+  KILN_WEIGHT_U4 = 64,
+} kiln_weight_dtype_t;
+
 /* kiln.linear: OUT = activation(A · W + BIAS) · GATE + RESIDUAL for A
  * [m, k] and OUT [m, n], rows lda and ldc floats apart. W is k×n as
  * WEIGHT_LAYOUT says (kiln::rt::GemmLayout, the compiler's WeightLayout:
  * 0 [k, n] rows, 1 [n, k] rows, 2 packed panels), with rows or panels
- * WEIGHT_STRIDE elements apart. WEIGHT_DTYPE is KILN_DTYPE_F32, or
- * KILN_DTYPE_I8 for a weight quantized by group (packed panels only): W's
- * element is its int8 value times the scale of its column's group of
- * GROUP_SIZE rows, read from SCALES, which are laid out as panels of the
- * weight's ceil(k / group_size) rows, SCALES_STRIDE floats apart. BIAS (n
- * floats), GATE (m×n, ldg) and RESIDUAL (m×n, ldr) may be NULL; ACTIVATION
- * is the kiln dialect's Activation value (0 for none). */
+ * WEIGHT_STRIDE elements (bytes for a quantized weight) apart.
+ * WEIGHT_DTYPE is a kiln_weight_dtype_t. A quantized weight (packed panels
+ * only) is quantized by group: each column's k values are cut into groups
+ * of GROUP_SIZE rows, each with a scale (and, for KILN_WEIGHT_U4, a zero
+ * point) read from SCALES (ZERO_POINTS), which are laid out as panels of
+ * the weight's ceil(k / group_size) rows, SCALES_STRIDE elements apart
+ * (f32 scales, one byte per zero point). KILN_WEIGHT_I8: W's element is
+ * its int8 value times its scale; ZERO_POINTS is NULL. KILN_WEIGHT_U4:
+ * (value − zero point) · scale, 4-bit unsigned values and zero points, a
+ * panel row of 64 columns in 32 bytes with column c in the low 4 bits of
+ * byte c and column c + 32 in its high 4 bits. BIAS (n floats), GATE (m×n,
+ * ldg) and RESIDUAL (m×n, ldr) may be NULL; ACTIVATION is the kiln
+ * dialect's Activation value (0 for none). */
 typedef struct kiln_linear_params_s {
   int64_t m, n, k;
   const float *a;
@@ -73,6 +88,7 @@ typedef struct kiln_linear_params_s {
   const void *weight;
   int64_t weight_stride, weight_layout, weight_dtype;
   const float *scales;
+  const uint8_t *zero_points;
   int64_t scales_stride, group_size;
   const float *bias;
   int64_t activation;
@@ -84,7 +100,7 @@ typedef struct kiln_linear_params_s {
   int64_t ldc;
 } kiln_linear_params_t;
 
-#define KILN_LINEAR_SLOTS 20
+#define KILN_LINEAR_SLOTS 21
 
 #ifdef __cplusplus
 } /* extern "C" */

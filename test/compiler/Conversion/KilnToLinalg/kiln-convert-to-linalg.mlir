@@ -2126,10 +2126,10 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // CHECK: %[[NOTRANSPOSE:.+]] = arith.constant 0 : i64
 // CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[GELUTANH:.+]] = arith.constant 3 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
 // CHECK: memref.store %[[NOTRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[P:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32>
 // CHECK: %[[Y:.+]] = tensor.reshape %[[P]]
@@ -2142,8 +2142,8 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // -----
 
 // Tests that an absent bias, gate and residual are null pointers (the gate
-// and residual with stride 0), that an f32 weight has no scales (a null
-// pointer, stride 0 and group size 0), and that a weight stored [N, K]
+// and residual with stride 0), that an f32 weight has no scales and no
+// zero points (null pointers, stride 0 and group size 0), and that a weight stored [N, K]
 // passes layout 1.
 
 // CHECK-LABEL: func.func @linear_bare
@@ -2158,22 +2158,24 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // CHECK: %[[TRANSPOSE:.+]] = arith.constant 1 : i64
 // CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[RELU:.+]] = arith.constant 1 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
 // CHECK: memref.store %[[TRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[NOSCALESINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
 // CHECK: memref.store %[[NOSCALESINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
+// CHECK: %[[NOZEROPOINTSINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
+// CHECK: memref.store %[[NOZEROPOINTSINT]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
 // CHECK: %[[NOBIASINT:.+]] = llvm.ptrtoint %[[NOBIAS]]
-// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
 // CHECK: %[[NOGATEINT:.+]] = llvm.ptrtoint %[[NOGATE]]
-// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
 // CHECK: %[[NORESIDUALINT:.+]] = llvm.ptrtoint %[[NORESIDUAL]]
-// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c18{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK-NOT: tensor.reshape
 func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x32xf32> {
@@ -2199,7 +2201,7 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 // CHECK: cf.assert %[[ROWSOK]], "kiln.linear: the packed weight's rows are not 64 elements apart"
 // CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?x100xf32>
 // CHECK: %[[PANELS:.+]] = arith.constant 2 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
 // CHECK: memref.store %[[PANEL]], %[[PARAMS]][%c6{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[PANELS]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
@@ -2210,10 +2212,10 @@ func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tenso
 
 // -----
 
-// Tests that an int8 weight passes dtype 7 (KILN_DTYPE_I8) in slot 8, and
-// its scales' pointer, panel stride and group size in slots 9 to 11, the
-// scales' rows checked to be 64 elements apart at run time as the
-// weight's are.
+// Tests that an int8 weight passes dtype 7 (KILN_WEIGHT_I8) in slot 8, and
+// its scales' pointer in slot 9, their panel stride and group size in
+// slots 11 and 12, the scales' rows checked to be 64 elements apart at run
+// time as the weight's are.
 
 // CHECK-LABEL: func.func @linear_int8
 // CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x300xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x300x64xi8>, %[[S:[a-zA-Z0-9_]+]]: tensor<2x3x64xf32>)
@@ -2226,15 +2228,41 @@ func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tenso
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
 // CHECK: %[[GROUP:.+]] = arith.constant 128 : i64
 // CHECK: %[[I8:.+]] = arith.constant 7 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<20xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
 // CHECK: memref.store %[[I8]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[SINT:.+]] = llvm.ptrtoint %[[SPTR]]
 // CHECK: memref.store %[[SINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[SPANEL]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[GROUP]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[SPANEL]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GROUP]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x3x64xf32>) -> tensor<?x100xf32> {
   %y = kiln.linear %x, %w scales %s {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x3x64xf32>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
+// Tests that a 4-bit weight passes dtype 64 (KILN_WEIGHT_U4) in slot 8 and
+// its zero points' pointer in slot 10, its rows checked to be 32 bytes
+// apart and the zero points' laid out as the scales' at run time.
+
+// CHECK-LABEL: func.func @linear_uint4
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x300xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x300x32xui8>, %[[S:[a-zA-Z0-9_]+]]: tensor<2x3x64xf32>, %[[Z:[a-zA-Z0-9_]+]]: tensor<2x3x64xui8>)
+// CHECK: bufferization.to_memref %[[W]] read_only {kiln.read_by = {{.*}}} : memref<2x300x32xui8, strided<[?, ?, 1], offset: ?>>
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed weight's rows are not 32 elements apart"
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
+// CHECK: %[[ZBUF:.+]] = bufferization.to_memref %[[Z]] read_only {kiln.read_by = {{.*}}} : memref<2x3x64xui8, strided<[?, ?, 1], offset: ?>>
+// CHECK: %[[ZPTR:.+]] = llvm.inttoptr
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the zero points are not laid out as the scales are"
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed zero points' rows are not 64 elements apart"
+// CHECK: %[[U4:.+]] = arith.constant 64 : i64
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
+// CHECK: memref.store %[[U4]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
+// CHECK: %[[ZINT:.+]] = llvm.ptrtoint %[[ZPTR]]
+// CHECK: memref.store %[[ZINT]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+func.func @linear_uint4(%x: tensor<?x300xf32>, %w: tensor<2x300x32xui8>, %s: tensor<2x3x64xf32>, %z: tensor<2x3x64xui8>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x32xui8>, tensor<2x3x64xf32>, tensor<2x3x64xui8>) -> tensor<?x100xf32>
   return %y : tensor<?x100xf32>
 }
 
@@ -2301,17 +2329,17 @@ func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %
 
 // Tests that each activation reaches the kernel as its Activation value,
 // which the runtime reads as its GemmActivation: relu 1, gelu 2,
-// gelu_tanh 3, silu 4, in slot 13 (an arith.constant, which the printer
+// gelu_tanh 3, silu 4, in slot 14 (an arith.constant, which the printer
 // names after its value).
 
 // CHECK-LABEL: func.func @linear_activation_codes
-// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
     -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {

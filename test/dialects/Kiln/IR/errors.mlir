@@ -1048,7 +1048,7 @@ func.func @linear_packed_panels(%x: tensor<4x8xf32>, %w: tensor<3x8x64xf32>) -> 
 
 // Tests that an int8 weight needs scales.
 func.func @linear_int8_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{'kiln.linear' op the weight's element type 'i8' is not the result's 'f32' (an int8 weight needs scales)}}
+  // expected-error @+1 {{'kiln.linear' op the weight's element type 'i8' is not the result's 'f32' (a quantized weight needs scales)}}
   %y = kiln.linear %x, %w {packed} : (tensor<4x8xf32>, tensor<1x8x64xi8>) -> tensor<4x64xf32>
   return %y : tensor<4x64xf32>
 }
@@ -1057,7 +1057,7 @@ func.func @linear_int8_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>
 
 // Tests that scales need an int8 weight.
 func.func @linear_scales_f32_weight(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed int8 values with a positive group_size, got 'tensor<1x8x64xf32>'}}
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed i8 values with a positive group_size, got 'tensor<1x8x64xf32>'}}
   %y = kiln.linear %x, %w scales %s {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x64xf32>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
   return %y : tensor<4x64xf32>
 }
@@ -1066,7 +1066,7 @@ func.func @linear_scales_f32_weight(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>,
 
 // Tests that an int8 weight must be packed.
 func.func @linear_int8_unpacked(%x: tensor<4x8xf32>, %w: tensor<8x64xi8>, %s: tensor<1x64xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed int8 values with a positive group_size, got 'tensor<8x64xi8>'}}
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed i8 values with a positive group_size, got 'tensor<8x64xi8>'}}
   %y = kiln.linear %x, %w scales %s {group_size = 8 : i64} : (tensor<4x8xf32>, tensor<8x64xi8>, tensor<1x64xf32>) -> tensor<4x64xf32>
   return %y : tensor<4x64xf32>
 }
@@ -1075,7 +1075,7 @@ func.func @linear_int8_unpacked(%x: tensor<4x8xf32>, %w: tensor<8x64xi8>, %s: te
 
 // Tests that an int8 weight needs a positive group size.
 func.func @linear_int8_group_zero(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed int8 values with a positive group_size, got 'tensor<1x8x64xi8>'}}
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed i8 values with a positive group_size, got 'tensor<1x8x64xi8>'}}
   %y = kiln.linear %x, %w scales %s {packed, group_size = 0 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
   return %y : tensor<4x64xf32>
 }
@@ -1087,6 +1087,51 @@ func.func @linear_int8_group_zero(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s
 func.func @linear_int8_scales_shape(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x2x64xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{'kiln.linear' op scales for groups of 3 rows must be [1, 3, 64] of 'f32', got 'tensor<1x2x64xf32>'}}
   %y = kiln.linear %x, %w scales %s {packed, group_size = 3 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x2x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a 4-bit weight's panels are 32 bytes wide: two columns a byte.
+func.func @linear_uint4_panel_width(%x: tensor<4x8xf32>, %w: tensor<1x8x64xui8>, %s: tensor<1x1x64xf32>, %z: tensor<1x1x64xui8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a packed weight for N columns must be [ceil(N/64), K, 32] with N the result's static last dim, got 'tensor<1x8x64xui8>' for 'tensor<4x64xf32>'}}
+  %y = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x64xui8>, tensor<1x1x64xf32>, tensor<1x1x64xui8>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that zero points go with 4-bit values in ui8, not int8 values.
+func.func @linear_zero_points_int8(%x: tensor<4x8xf32>, %w: tensor<1x8x32xi8>, %s: tensor<1x1x64xf32>, %z: tensor<1x1x64xui8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed ui8 pairs of 4-bit values (it has zero points) with a positive group_size, got 'tensor<1x8x32xi8>'}}
+  %y = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x32xi8>, tensor<1x1x64xf32>, tensor<1x1x64xui8>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that 4-bit values need zero points.
+func.func @linear_uint4_without_zero_points(%x: tensor<4x8xf32>, %w: tensor<1x8x64xui8>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a weight with scales must be packed i8 values with a positive group_size, got 'tensor<1x8x64xui8>'}}
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x64xui8>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that the zero points have the scales' shape.
+func.func @linear_zero_points_shape(%x: tensor<4x8xf32>, %w: tensor<1x8x32xui8>, %s: tensor<1x2x64xf32>, %z: tensor<1x1x64xui8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op zero points 'tensor<1x1x64xui8>' must have the scales' shape [1, 2, 64]}}
+  %y = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 4 : i64} : (tensor<4x8xf32>, tensor<1x8x32xui8>, tensor<1x2x64xf32>, tensor<1x1x64xui8>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that zero points mean nothing without scales.
+func.func @linear_zero_points_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x32xui8>, %z: tensor<1x1x64xui8>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op zero_points needs scales}}
+  %y = kiln.linear %x, %w zero_points %z {packed} : (tensor<4x8xf32>, tensor<1x8x32xui8>, tensor<1x1x64xui8>) -> tensor<4x64xf32>
   return %y : tensor<4x64xf32>
 }
 

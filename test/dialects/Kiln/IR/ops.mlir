@@ -558,6 +558,18 @@ func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tenso
 
 // -----
 
+// Tests that linear round-trips with a 4-bit weight (two columns a byte),
+// its scales and its zero points.
+
+// CHECK-LABEL: func.func @linear_uint4
+// CHECK: kiln.linear %{{.+}}, %{{.+}} scales %{{.+}} zero_points %{{.+}} activation silu {group_size = 128 : i64, packed} : (tensor<?x300xf32>, tensor<2x300x32xui8>, tensor<2x3x64xf32>, tensor<2x3x64xui8>) -> tensor<?x100xf32>
+func.func @linear_uint4(%x: tensor<?x300xf32>, %w: tensor<2x300x32xui8>, %s: tensor<2x3x64xf32>, %z: tensor<2x3x64xui8>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s zero_points %z activation silu {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x32xui8>, tensor<2x3x64xf32>, tensor<2x3x64xui8>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
 // Tests that rotary round-trips with cos and sin broadcast over the heads.
 
 // CHECK-LABEL: func.func @rotary
