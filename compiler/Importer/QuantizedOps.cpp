@@ -88,10 +88,13 @@ LogicalResult importMatMulNBits(ImportContext &ctx, const onnx::NodeProto &node)
     return failure();
   if (*bits != 4)
     return ctx.error(node) << "kiln reads 4-bit weights only, got bits = " << *bits;
-  if (*k < 1 || *n < 1)
-    return ctx.error(node) << "K and N must be positive, got " << *k << " and " << *n;
-  if (*blockSize < 16 || (*blockSize & (*blockSize - 1)) != 0)
-    return ctx.error(node) << "block_size must be a power of 2 of at least 16, got "
+  // Bounds that keep the block count's arithmetic far from overflow; B's
+  // shape, which its data bounds, must then match them.
+  constexpr int64_t kMaxSize = int64_t(1) << 31, kMaxBlockSize = int64_t(1) << 16;
+  if (*k < 1 || *n < 1 || *k >= kMaxSize || *n >= kMaxSize)
+    return ctx.error(node) << "K and N must be in [1, 2^31), got " << *k << " and " << *n;
+  if (*blockSize < 16 || *blockSize > kMaxBlockSize || (*blockSize & (*blockSize - 1)) != 0)
+    return ctx.error(node) << "block_size must be a power of 2 in [16, 65536], got "
                            << *blockSize;
   auto operands = ctx.requiredInputs(node, 3);
   if (failed(operands))

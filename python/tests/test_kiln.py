@@ -81,24 +81,25 @@ def test_compile_reports_kilnc_errors(work):
         kiln.compile(bad, work / "bad.kiln")
 
 
-def test_compile_quantized(bert, work):
-    # The int8 build runs through the same session API, its weights a
-    # fraction of the f32 build's, its outputs close to them; a bad option
-    # is kilnc's refusal.
+@pytest.mark.parametrize("mode, tolerance", [("int8-weight", 0.02), ("int4-weight", 0.1)])
+def test_compile_quantized(bert, work, mode, tolerance):
+    # The quantized build runs through the same session API, its weights a
+    # fraction of the f32 build's, its outputs close to them (4-bit values
+    # further than int8); a bad option is kilnc's refusal.
     quantized = kiln.compile(os.path.join(MODELS, "exports", "bert_tiny.onnx"),
-                             work / "bert_int8.kiln", dims={"batch": (1, 8), "sequence": (1, 128)},
-                             quantize="int8-weight", quant_group_size=32)
+                             work / f"bert_{mode}.kiln", dims={"batch": (1, 8), "sequence": (1, 128)},
+                             quantize=mode, quant_group_size=32)
     assert os.path.getsize(quantized) < os.path.getsize(bert)
     feeds = {"input_ids": np.arange(8, dtype=np.int64).reshape(1, 8),
              "attention_mask": np.ones((1, 8), dtype=np.int64),
              "token_type_ids": np.zeros((1, 8), dtype=np.int64)}
     f32 = kiln.InferenceSession(bert).run(None, feeds)[0]
-    int8 = kiln.InferenceSession(quantized).run(None, feeds)[0]
-    assert not np.array_equal(f32, int8)
-    assert np.max(np.abs(int8 - f32)) <= 0.05 * np.max(np.abs(f32))
+    outputs = kiln.InferenceSession(quantized).run(None, feeds)[0]
+    assert not np.array_equal(f32, outputs)
+    assert np.max(np.abs(outputs - f32)) <= tolerance * np.max(np.abs(f32))
     with pytest.raises(kiln.KilnError, match="quant-group-size must be positive"):
-        kiln.compile(os.path.join(MODELS, "exports", "bert_tiny.onnx"), work / "bad_int8.kiln",
-                     quantize="int8-weight", quant_group_size=0)
+        kiln.compile(os.path.join(MODELS, "exports", "bert_tiny.onnx"), work / "bad.kiln",
+                     quantize=mode, quant_group_size=0)
 
 
 def kiln_generate(model, prompts, *flags):
