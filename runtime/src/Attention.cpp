@@ -770,12 +770,20 @@ void solve(const Problem &problem) {
   const int64_t tiles = problem.tiles();
   ThreadPool *pool = currentThreadPool();
   // Each tile's rows are computed in the same order whichever thread runs
-  // it, so the split does not change results.
+  // it, so the split does not change results. A decode step's attention is
+  // few multiply-adds on many bytes: every key and value read once, and
+  // written again when there are presents (the dense interface copies the
+  // whole past each step), so the split also counts the bytes it streams.
+  const double keyValueBytes = sizeof(float) * static_cast<double>(problem.batch) *
+                               problem.kvHeads * problem.kvLen() *
+                               (problem.headDim + problem.valueDim);
+  const bool writesPresents = problem.presents.k || problem.presents.v;
   const int64_t threads = std::min<int64_t>(
       tiles,
-      threadsWorthUsing(pool, static_cast<double>(problem.batch) * problem.heads *
-                                  problem.qLen * problem.kvLen() *
-                                  (problem.headDim + problem.valueDim)));
+      std::max(threadsWorthUsing(pool, static_cast<double>(problem.batch) * problem.heads *
+                                           problem.qLen * problem.kvLen() *
+                                           (problem.headDim + problem.valueDim)),
+               threadsWorthStreaming(pool, keyValueBytes * (writesPresents ? 2 : 1))));
   if (threads <= 1) {
     run(problem, 0, tiles);
     return;
