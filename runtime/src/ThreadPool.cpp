@@ -92,8 +92,7 @@ void ThreadPool::parallelFor(
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &job;
-    ++jobGeneration_;
-    postedGeneration_.store(jobGeneration_, std::memory_order_release);
+    jobGeneration_.fetch_add(1, std::memory_order_release);
   }
   jobPosted_.notify_all();
   runChunks(job);
@@ -135,7 +134,7 @@ void ThreadPool::workerLoop() {
     if (!stopping_ && jobGeneration_ == seenGeneration) {
       lock.unlock();
       spinUntil([&] {
-        return postedGeneration_.load(std::memory_order_acquire) != seenGeneration;
+        return jobGeneration_.load(std::memory_order_acquire) != seenGeneration;
       });
       lock.lock();
     }

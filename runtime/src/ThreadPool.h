@@ -59,10 +59,10 @@ private:
   std::condition_variable workersIdle_;
   // Guarded by mutex_.
   Job *job_ = nullptr;
-  uint64_t jobGeneration_ = 0;
-  /// jobGeneration_, readable without the mutex by spinning workers.
-  std::atomic<uint64_t> postedGeneration_{0};
   bool stopping_ = false;
+  // Changed under mutex_ (the workers wait on it); read without it by a
+  // worker spinning for the next job.
+  std::atomic<uint64_t> jobGeneration_{0};
 };
 
 /// The pool that kernels running on this thread parallelize over; nullptr (the
