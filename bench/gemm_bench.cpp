@@ -10,12 +10,12 @@
 // measures those shapes instead of the default ones.
 //
 //===----------------------------------------------------------------------===//
+#include "passes/WeightQuantizer.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -24,6 +24,10 @@
 #include <vector>
 
 using namespace kiln::rt;
+namespace quantizer = kiln::quantizer;
+
+static_assert(quantizer::kPanelWidth == kWeightPanelWidth,
+              "the compiler's quantizer lays out the runtime's panels");
 
 namespace {
 
@@ -85,9 +89,9 @@ std::vector<float> layOut(const std::vector<float> &b, const Shape &s,
   return b;
 }
 
-/// Packed panels quantized as kiln-quantize-weights does, a scale per
-/// column and group of kGroupSize rows: symmetric int8, or 4-bit with a
-/// zero point over the group's range widened to include 0.
+/// Packed panels quantized as kiln-quantize-weights does (its own
+/// quantizer), a scale per column and group of kGroupSize rows: symmetric
+/// int8, or 4-bit with a zero point.
 struct QuantizedPanels {
   static constexpr int64_t kGroupSize = 128;
   QuantizedFormat format;
@@ -106,41 +110,15 @@ QuantizedPanels quantizePanels(const std::vector<float> &panels, const Shape &s,
                                QuantizedFormat format) {
   const int64_t w = kWeightPanelWidth, count = (s.n + w - 1) / w;
   const int64_t groups = (s.k + QuantizedPanels::kGroupSize - 1) / QuantizedPanels::kGroupSize;
-  const int64_t rowBytes = panelRowBytes(format);
-  const bool int8 = format == QuantizedFormat::Int8;
+  const quantizer::Format bits{format == QuantizedFormat::Int8 ? 8 : 4};
   QuantizedPanels q{format,
-                    std::vector<uint8_t>(count * s.k * rowBytes),
-                    std::vector<uint8_t>(int8 ? 0 : count * groups * w),
+                    std::vector<uint8_t>(count * s.k * bits.rowBytes()),
+                    std::vector<uint8_t>(bits.hasZeroPoints() ? count * groups * w : 0),
                     std::vector<float>(count * groups * w),
-                    s.k * rowBytes,
+                    s.k * bits.rowBytes(),
                     groups * w};
-  for (int64_t panel = 0; panel < count; ++panel)
-    for (int64_t group = 0; group < groups; ++group)
-      for (int64_t lane = 0; lane < w; ++lane) {
-        const int64_t begin = group * QuantizedPanels::kGroupSize;
-        const int64_t end = std::min(s.k, begin + QuantizedPanels::kGroupSize);
-        auto weight = [&](int64_t p) { return panels[(panel * s.k + p) * w + lane]; };
-        float low = 0, high = 0;
-        for (int64_t p = begin; p < end; ++p) {
-          low = std::min(low, weight(p));
-          high = std::max(high, weight(p));
-        }
-        const int64_t at = panel * q.scalesLd + group * w + lane;
-        const float scale = int8 ? std::max(high, -low) / 127.0f : (high - low) / 15.0f;
-        q.scales[at] = scale;
-        const float zeroPoint = int8 || scale == 0 ? 0 : std::nearbyint(-low / scale);
-        if (!int8)
-          q.zeroPoints[at] = static_cast<uint8_t>(zeroPoint);
-        for (int64_t p = begin; p < end && scale > 0; ++p) {
-          const long value = std::lrint(weight(p) / scale + zeroPoint);
-          uint8_t *row = q.values.data() + panel * q.ld + p * rowBytes;
-          if (int8)
-            row[lane] = static_cast<uint8_t>(static_cast<int8_t>(value));
-          else
-            row[lane % (w / 2)] |= static_cast<uint8_t>(std::clamp(value, 0L, 15L)
-                                                        << (lane / (w / 2) * 4));
-        }
-      }
+  quantizer::quantizePanels(panels.data(), count, s.k, QuantizedPanels::kGroupSize, bits,
+                            {q.values.data(), q.scales.data(), q.zeroPoints.data()});
   return q;
 }
 

@@ -123,7 +123,7 @@ struct PackWeightsPass : public impl::KilnPackWeightsBase<PackWeightsPass> {
       int64_t padding = LinearOp::panelCount(n) * kPanelWidth - n;
       if (k == 0 || n == 0 || padding * 100 > n * maxPaddingPercent)
         continue;
-      std::vector<float> splat;
+      std::vector<char> splat;
       std::optional<ArrayRef<float>> values =
           floatValues(constant.getValue(), splat);
       if (!values)

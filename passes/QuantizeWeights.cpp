@@ -13,9 +13,8 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "passes/WeightBlobs.h"
+#include "passes/WeightQuantizer.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 namespace kiln {
@@ -29,74 +28,22 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kPanelWidth = LinearOp::kPanelWidth;
+static_assert(kPanelWidth == quantizer::kPanelWidth,
+              "the quantizer lays out the linear's panels");
 
-/// How a group of a column's values maps to integers: w ≈ (value −
-/// zeroPoint) · scale, value in [lowest, highest].
-struct GroupQuantizer {
-  float scale;
-  float zeroPoint;
-  float lowest, highest;
+/// The values' element type of `format`: i8, or ui8 pairs of 4-bit values.
+Type valueType(const quantizer::Format &format, MLIRContext *context) {
+  return format.bits == 8 ? IntegerType::get(context, 8)
+                          : IntegerType::get(context, 8, IntegerType::Unsigned);
+}
 
-  /// Int8: symmetric about 0, so that no zero point is stored.
-  static GroupQuantizer int8(float low, float high) {
-    constexpr float kInt8Max = 127.0f;
-    return {std::max(high, -low) / kInt8Max, 0.0f, -kInt8Max, kInt8Max};
-  }
-  /// 4-bit: the group's range, widened to include 0 so that a zero weight
-  /// stays exact, cut into 15 steps; the zero point is where 0 lands.
-  static GroupQuantizer uint4(float low, float high) {
-    constexpr float kUint4Max = 15.0f;
-    low = std::min(low, 0.0f);
-    high = std::max(high, 0.0f);
-    const float scale = (high - low) / kUint4Max;
-    const float zeroPoint =
-        scale > 0 ? std::clamp(std::nearbyint(-low / scale), 0.0f, kUint4Max) : 0.0f;
-    return {scale, zeroPoint, 0.0f, kUint4Max};
-  }
-
-  /// The stored integer for `weight` (round to nearest, ties to even).
-  float quantize(float weight) const {
-    return std::clamp(std::nearbyint(weight / scale) + zeroPoint, lowest, highest);
-  }
-  float dequantize(float value) const { return (value - zeroPoint) * scale; }
-};
-
-/// What one quantization format stores per panel row, and how.
-struct Format {
-  int64_t bits; // 8: int8; 4: pairs of 4-bit values with zero points
-
-  bool hasZeroPoints() const { return bits == 4; }
-  /// Elements of the values' tensor per panel row.
-  int64_t rowElements() const { return bits == 8 ? kPanelWidth : kPanelWidth / 2; }
-  Type valueType(MLIRContext *context) const {
-    return bits == 8 ? IntegerType::get(context, 8)
-                     : IntegerType::get(context, 8, IntegerType::Unsigned);
-  }
-  GroupQuantizer quantizer(float low, float high) const {
-    return bits == 8 ? GroupQuantizer::int8(low, high) : GroupQuantizer::uint4(low, high);
-  }
-  /// Writes integer `value` of column `lane` to a panel row.
-  void store(uint8_t *row, int64_t lane, float value) const {
-    if (bits == 8) {
-      row[lane] = static_cast<uint8_t>(static_cast<int8_t>(value));
-      return;
-    }
-    // Column c in the low 4 bits of byte c, column c + 32 in its high 4
-    // bits: the runtime unpacks a vector of bytes into two of columns.
-    const int64_t half = kPanelWidth / 2;
-    row[lane % half] |= static_cast<uint8_t>(value) << (lane / half * 4);
-  }
-  StringRef mode() const { return bits == 8 ? "int8-weight" : "int4-weight"; }
-};
-
-/// The quantized form of a weight's panels: values laid out as `format`
-/// says, and the scales (and zero points) of each group, as panels
-/// [panels, groups, W].
-struct QuantizedPanels {
-  MutableArrayRef<uint8_t> values;
-  std::vector<float> scales;
-  std::vector<uint8_t> zeroPoints;
-};
+/// `--report`'s name of the mode, and the replaced blobs' suffix.
+StringRef modeName(const quantizer::Format &format) {
+  return format.bits == 8 ? "int8-weight" : "int4-weight";
+}
+StringRef blobSuffix(const quantizer::Format &format) {
+  return format.bits == 8 ? "_int8" : "_int4";
+}
 
 /// Whether `value` reaches the function's results through nothing but
 /// reshapes and casts: the product that makes a model's logits (its LM
@@ -128,42 +75,6 @@ std::optional<SmallVector<LinearOp>> packedProducts(Value weight) {
   return products;
 }
 
-/// Quantizes packed panels `weights` ([panels, k, W]) into `out`, group by
-/// group of `groupSize` rows of each column. Returns the error's relative
-/// RMS, |W - dequantized| / |W| over all elements (0 for a zero weight).
-double quantizePanels(ArrayRef<float> weights, int64_t panels, int64_t k,
-                      int64_t groupSize, const Format &format, QuantizedPanels &out) {
-  const int64_t groups = llvm::divideCeil(k, groupSize);
-  double squaredError = 0, squaredWeight = 0;
-  for (int64_t panel = 0; panel < panels; ++panel)
-    for (int64_t group = 0; group < groups; ++group) {
-      const int64_t begin = group * groupSize, end = std::min(k, begin + groupSize);
-      for (int64_t lane = 0; lane < kPanelWidth; ++lane) {
-        auto weight = [&](int64_t p) { return weights[(panel * k + p) * kPanelWidth + lane]; };
-        float low = 0.0f, high = 0.0f;
-        for (int64_t p = begin; p < end; ++p) {
-          low = std::min(low, weight(p));
-          high = std::max(high, weight(p));
-        }
-        const GroupQuantizer quantizer = format.quantizer(low, high);
-        const int64_t at = (panel * groups + group) * kPanelWidth + lane;
-        out.scales[at] = quantizer.scale;
-        if (format.hasZeroPoints())
-          out.zeroPoints[at] = static_cast<uint8_t>(quantizer.zeroPoint);
-        if (quantizer.scale == 0.0f)
-          continue; // the values stay zero, as the weights are
-        for (int64_t p = begin; p < end; ++p) {
-          const float value = quantizer.quantize(weight(p));
-          format.store(&out.values[(panel * k + p) * format.rowElements()], lane, value);
-          const double error = double(weight(p)) - double(quantizer.dequantize(value));
-          squaredError += error * error;
-          squaredWeight += double(weight(p)) * weight(p);
-        }
-      }
-    }
-  return squaredWeight > 0 ? std::sqrt(squaredError / squaredWeight) : 0.0;
-}
-
 /// The weight's name for the report: its ONNX initializer's (or, for a
 /// weight that the compiler computed, the node's), else its location.
 std::string weightName(Location loc) {
@@ -191,7 +102,7 @@ struct QuantizeWeightsPass
           << "kiln-quantize-weights: bits must be 8 or 4, got " << bits.getValue();
       return signalPassFailure();
     }
-    const Format format{bits};
+    const quantizer::Format format{bits};
     SmallVector<ConstantOp> constants;
     getOperation().walk([&](ConstantOp constant) { constants.push_back(constant); });
     OpBuilder builder(&getContext());
@@ -208,31 +119,30 @@ struct QuantizeWeightsPass
              return feedsResultDirectly(linear.getResult());
            })))
         continue;
-      std::vector<float> splat;
+      std::vector<char> splat;
       std::optional<ArrayRef<float>> weights = floatValues(constant.getValue(), splat);
       if (!weights)
         continue;
       const int64_t panels = type.getDimSize(0), k = type.getDimSize(1);
       const int64_t groups = llvm::divideCeil(k, groupSize);
-      auto valuesType = RankedTensorType::get({panels, k, format.rowElements()},
-                                              format.valueType(&getContext()));
+      auto valuesType = RankedTensorType::get({panels, k, format.rowBytes()},
+                                              valueType(format, &getContext()));
       auto scalesType = RankedTensorType::get({panels, groups, kPanelWidth},
                                               builder.getF32Type());
-      auto zeroPointsType = scalesType.clone(format.valueType(&getContext()));
+      auto zeroPointsType = scalesType.clone(valueType(format, &getContext()));
       // The scales and zero points are computed with the values; they are
       // kept until their attributes are made.
-      QuantizedPanels quantized{{},
-                                std::vector<float>(scalesType.getNumElements()),
-                                std::vector<uint8_t>(format.hasZeroPoints()
-                                                         ? zeroPointsType.getNumElements()
-                                                         : 0)};
+      std::vector<float> scaleValues(scalesType.getNumElements());
+      std::vector<uint8_t> zeroPointValues(
+          format.hasZeroPoints() ? zeroPointsType.getNumElements() : 0);
       double error = 0;
       ElementsAttr values = replacementWeight(
-          constant.getValue(), valuesType, "_" + format.mode().take_front(4).str(),
+          constant.getValue(), valuesType, blobSuffix(format),
           [&](MutableArrayRef<char> bytes) {
-            quantized.values = MutableArrayRef<uint8_t>(
-                reinterpret_cast<uint8_t *>(bytes.data()), bytes.size());
-            error = quantizePanels(*weights, panels, k, groupSize, format, quantized);
+            error = quantizer::quantizePanels(
+                weights->data(), panels, k, groupSize, format,
+                {reinterpret_cast<uint8_t *>(bytes.data()), scaleValues.data(),
+                 zeroPointValues.data()});
           });
       auto copyOf = [&](RankedTensorType blobType, StringRef suffix, const void *data) {
         return replacementWeight(constant.getValue(), blobType, suffix,
@@ -240,7 +150,7 @@ struct QuantizeWeightsPass
                                    std::memcpy(bytes.data(), data, bytes.size());
                                  });
       };
-      ElementsAttr scales = copyOf(scalesType, "_scales", quantized.scales.data());
+      ElementsAttr scales = copyOf(scalesType, "_scales", scaleValues.data());
       const int64_t columns = products->front().getType().getShape().back();
       report.push_back(builder.getDictionaryAttr({
           builder.getNamedAttr("name", builder.getStringAttr(weightName(constant.getLoc()))),
@@ -257,7 +167,7 @@ struct QuantizeWeightsPass
       if (format.hasZeroPoints())
         zeroPointWeight = builder.create<ConstantOp>(
             loc, zeroPointsType,
-            copyOf(zeroPointsType, "_zero_points", quantized.zeroPoints.data()));
+            copyOf(zeroPointsType, "_zero_points", zeroPointValues.data()));
       for (LinearOp linear : *products) {
         builder.setInsertionPoint(linear);
         Value result = builder.create<LinearOp>(
@@ -274,7 +184,7 @@ struct QuantizeWeightsPass
     getOperation()->setAttr(
         kQuantizationAttrName,
         builder.getDictionaryAttr({
-            builder.getNamedAttr("mode", builder.getStringAttr(format.mode())),
+            builder.getNamedAttr("mode", builder.getStringAttr(modeName(format))),
             builder.getNamedAttr("group_size", builder.getI64IntegerAttr(groupSize)),
             builder.getNamedAttr("lm_head", builder.getBoolAttr(quantizeLmHead)),
             builder.getNamedAttr("weights", builder.getArrayAttr(report)),

@@ -9,20 +9,35 @@ using namespace mlir;
 
 namespace kiln {
 
-std::optional<ArrayRef<float>> floatValues(ElementsAttr value,
-                                           std::vector<float> &storage) {
-  if (auto resource = dyn_cast<DenseF32ResourceElementsAttr>(value))
-    return resource.tryGetAsArrayRef();
-  auto dense = dyn_cast<DenseFPElementsAttr>(value);
-  if (!dense || !dense.getElementType().isF32())
-    return std::nullopt;
-  if (dense.isSplat()) {
-    storage.assign(dense.getNumElements(), dense.getSplatValue<float>());
-    return ArrayRef<float>(storage);
+std::optional<ArrayRef<char>> elementBytes(ElementsAttr value,
+                                           std::vector<char> &storage) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return std::nullopt;
+    return blob->getData();
   }
+  auto dense = dyn_cast<DenseElementsAttr>(value);
+  if (!dense || dense.getElementType().isInteger(1))
+    return std::nullopt;
   ArrayRef<char> raw = dense.getRawData();
-  return ArrayRef<float>(reinterpret_cast<const float *>(raw.data()),
-                         raw.size() / sizeof(float));
+  if (!dense.isSplat())
+    return raw;
+  storage.resize(raw.size() * dense.getNumElements());
+  for (size_t at = 0; at < storage.size(); at += raw.size())
+    std::copy(raw.begin(), raw.end(), storage.begin() + at);
+  return ArrayRef<char>(storage);
+}
+
+std::optional<ArrayRef<float>> floatValues(ElementsAttr value,
+                                           std::vector<char> &storage) {
+  if (!value.getElementType().isF32())
+    return std::nullopt;
+  std::optional<ArrayRef<char>> bytes = elementBytes(value, storage);
+  if (!bytes)
+    return std::nullopt;
+  return ArrayRef<float>(reinterpret_cast<const float *>(bytes->data()),
+                         bytes->size() / sizeof(float));
 }
 
 ElementsAttr

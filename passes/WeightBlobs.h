@@ -1,7 +1,8 @@
 //===- WeightBlobs.h - Reading and replacing constant weights --*- C++ -*-===//
 //
 // The passes that rewrite constant weights (kiln-pack-weights,
-// kiln-quantize-weights) read an f32 weight where it lies, write its
+// kiln-quantize-weights), and the importer where it lays out a weight that
+// arrives quantized (MatMulNBits), read a weight where it lies, write its
 // replacement as the same kind of attribute, and give a replaced
 // `dense_resource` blob's bytes back as soon as nothing names it, so that a
 // model's weights are held once while it compiles.
@@ -21,10 +22,15 @@
 
 namespace kiln {
 
-/// The f32 values of a constant, read where they are (a splat is expanded
-/// into `storage`), or nothing when its data is not at hand.
+/// The bytes of a constant in MLIR's dense layout, read where they are (a
+/// splat is expanded into `storage`), or nothing when its data is not at
+/// hand (or is i1, packed in bits).
+std::optional<llvm::ArrayRef<char>> elementBytes(mlir::ElementsAttr value,
+                                                 std::vector<char> &storage);
+
+/// elementBytes as f32 values, for an f32 constant.
 std::optional<llvm::ArrayRef<float>> floatValues(mlir::ElementsAttr value,
-                                                 std::vector<float> &storage);
+                                                 std::vector<char> &storage);
 
 /// A constant of `type` whose bytes `fill` writes (zeroed first), made as
 /// the same kind of attribute as `original`: a `dense_resource` blob named

@@ -9,7 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
+#include "passes/WeightBlobs.h"
+#include "passes/WeightQuantizer.h"
 
 #include <cstring>
 
@@ -19,11 +20,13 @@ namespace kiln {
 namespace {
 
 constexpr int64_t kPanelWidth = LinearOp::kPanelWidth;
+static_assert(kPanelWidth == quantizer::kPanelWidth,
+              "the quantizer's 4-bit layout is the linear's");
 /// MatMulNBits' zero point when none is given: the middle of [0, 15].
 constexpr uint8_t kDefaultZeroPoint = 8;
 
-/// The bytes of a constant input (a splat expanded into `storage`), or
-/// nothing when the input is not a constant whose data is at hand.
+/// The bytes of constant input `index` (a splat expanded into `storage`),
+/// or nothing when the input is not a constant whose data is at hand.
 std::optional<ArrayRef<char>> constantBytes(ImportContext &ctx,
                                             const onnx::NodeProto &node,
                                             int index,
@@ -32,35 +35,7 @@ std::optional<ArrayRef<char>> constantBytes(ImportContext &ctx,
   auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
   if (!constant)
     return std::nullopt;
-  ElementsAttr attr = constant.getValue();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return std::nullopt;
-    return blob->getData();
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  if (!dense)
-    return std::nullopt;
-  ArrayRef<char> raw = dense.getRawData();
-  if (!dense.isSplat())
-    return raw;
-  for (int64_t i = 0; i < dense.getNumElements(); ++i)
-    storage.insert(storage.end(), raw.begin(), raw.end());
-  return ArrayRef<char>(storage);
-}
-
-/// A constant of `type` whose bytes `fill` writes (zeroed first), as a
-/// `dense_resource` blob named `name`.
-Value blobConstant(ImportContext &ctx, Location loc, RankedTensorType type,
-                   StringRef name, llvm::function_ref<void(MutableArrayRef<char>)> fill) {
-  const size_t bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes, /*align=*/64);
-  MutableArrayRef<char> data = blob.getMutableData();
-  std::memset(data.data(), 0, data.size());
-  fill(data);
-  auto attr = DenseResourceElementsAttr::get(type, name, std::move(blob));
-  return ctx.builder().create<ConstantOp>(loc, type, cast<ElementsAttr>(attr));
+  return elementBytes(constant.getValue(), storage);
 }
 
 /// 4-bit value `index` of packed `bytes`, two to a byte, the low 4 bits
@@ -146,9 +121,9 @@ LogicalResult importMatMulNBits(ImportContext &ctx, const onnx::NodeProto &node)
                              << bias.getType();
   }
 
-  // kiln.linear's 4-bit form: panels of 64 columns, each row 32 bytes
-  // (column c in the low 4 bits of byte c, column c + 32 in the high ones),
-  // and the scales and zero points as panels of one row per block.
+  // kiln.linear's 4-bit form (laid out as kiln-quantize-weights lays its
+  // own, quantizer::Format::store): panels of 64 columns, each row 32
+  // bytes, and the scales and zero points as panels of one row per block.
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc(node);
   const int64_t panels = LinearOp::panelCount(*n);
@@ -156,41 +131,44 @@ LogicalResult importMatMulNBits(ImportContext &ctx, const onnx::NodeProto &node)
   auto valuesType = RankedTensorType::get({panels, *k, kPanelWidth / 2}, ui8);
   auto scalesType = RankedTensorType::get({panels, blocks, kPanelWidth}, b.getF32Type());
   auto zeroPointsType = scalesType.clone(ui8);
-  std::string name = node.name().empty() ? node.output(0) : node.name();
-  auto panelIndex = [&](int64_t column, int64_t row, int64_t rowLength) {
-    return (column / kPanelWidth * (rowLength == kPanelWidth / 2 ? *k : blocks) + row) *
-               rowLength;
+  // Made as B's own kind of attribute: a blob named after B's, or a dense
+  // literal for a small B.
+  ElementsAttr original = ctx.input(node, 1).getDefiningOp<ConstantOp>().getValue();
+  auto constant = [&](RankedTensorType type, StringRef suffix,
+                      function_ref<void(MutableArrayRef<char>)> fill) -> Value {
+    return b.create<ConstantOp>(loc, type, replacementWeight(original, type, suffix, fill));
   };
-  Value weight = blobConstant(ctx, loc, valuesType, name + "_values",
-                              [&](MutableArrayRef<char> out) {
-    for (int64_t column = 0; column < *n; ++column) {
-      const int64_t lane = column % kPanelWidth;
-      const int shift = lane / (kPanelWidth / 2) * 4;
-      for (int64_t row = 0; row < *k; ++row) {
-        uint8_t value = nibble(*values, column * blocks * *blockSize + row);
-        out[panelIndex(column, row, kPanelWidth / 2) + lane % (kPanelWidth / 2)] |=
-            static_cast<char>(value << shift);
-      }
-    }
+  // Element [row][lane] of column `column`'s panel of `rows` rows of
+  // `rowLength` elements.
+  auto panelIndex = [&](int64_t column, int64_t row, int64_t rows, int64_t rowLength) {
+    return (column / kPanelWidth * rows + row) * rowLength;
+  };
+  const quantizer::Format uint4{4};
+  Value weight = constant(valuesType, "_panels", [&](MutableArrayRef<char> out) {
+    for (int64_t column = 0; column < *n; ++column)
+      for (int64_t row = 0; row < *k; ++row)
+        uint4.store(reinterpret_cast<uint8_t *>(&out[panelIndex(column, row, *k,
+                                                                uint4.rowBytes())]),
+                    column % kPanelWidth,
+                    nibble(*values, column * blocks * *blockSize + row));
   });
-  Value scaleWeight = blobConstant(ctx, loc, scalesType, name + "_scales",
-                                   [&](MutableArrayRef<char> out) {
-    float *outScales = reinterpret_cast<float *>(out.data());
+  Value scaleWeight = constant(scalesType, "_scales", [&](MutableArrayRef<char> out) {
     for (int64_t column = 0; column < *n; ++column)
       for (int64_t block = 0; block < blocks; ++block)
-        std::memcpy(&outScales[panelIndex(column, block, kPanelWidth) + column % kPanelWidth],
+        std::memcpy(&out[(panelIndex(column, block, blocks, kPanelWidth) +
+                          column % kPanelWidth) * sizeof(float)],
                     scales->data() + (column * blocks + block) * sizeof(float),
                     sizeof(float));
   });
-  Value zeroPointWeight = blobConstant(ctx, loc, zeroPointsType, name + "_zero_points",
-                                       [&](MutableArrayRef<char> out) {
-    for (int64_t column = 0; column < *n; ++column)
-      for (int64_t block = 0; block < blocks; ++block)
-        out[panelIndex(column, block, kPanelWidth) + column % kPanelWidth] =
-            static_cast<char>(zeroPoints
-                                  ? nibble(*zeroPoints, column * zeroPointBytes * 2 + block)
-                                  : kDefaultZeroPoint);
-  });
+  Value zeroPointWeight =
+      constant(zeroPointsType, "_zero_points", [&](MutableArrayRef<char> out) {
+        for (int64_t column = 0; column < *n; ++column)
+          for (int64_t block = 0; block < blocks; ++block)
+            out[panelIndex(column, block, blocks, kPanelWidth) + column % kPanelWidth] =
+                static_cast<char>(zeroPoints ? nibble(*zeroPoints,
+                                                      column * zeroPointBytes * 2 + block)
+                                             : kDefaultZeroPoint);
+      });
   SmallVector<int64_t> shape(aType.getShape());
   shape.back() = *n;
   Value result = b.create<LinearOp>(
