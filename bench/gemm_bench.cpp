@@ -4,8 +4,9 @@
 // threads, with B stored [K, N], [N, K] and in packed panels (what
 // kiln-pack-weights makes of constant weights), and of sgemmQuantizedWeight
 // on those panels quantized to int8 and to 4 bits by groups of 128 rows
-// (what kiln-quantize-weights makes of them), next to a naive triple loop; and
-// the GB/s at which each streams B, the figure that bounds a decode step.
+// (what kiln-quantize-weights makes of them), and of gemmInt8DynamicRows on
+// them quantized for int8 inputs ("w8a8", its quantize-inputs), next to a
+// naive triple loop; and the GB/s at which each streams B, the figure that bounds a decode step.
 // Built as build/bin/kiln-gemm-bench; `kiln-gemm-bench 1x192x64 8x256x64`
 // measures those shapes instead of the default ones.
 //
@@ -122,6 +123,32 @@ QuantizedPanels quantizePanels(const std::vector<float> &panels, const Shape &s,
   return q;
 }
 
+/// Packed panels quantized for int8 products with quantized inputs, as
+/// kiln-quantize-weights does with quantize-inputs: one scale per column,
+/// the values in row quads, and the column sums.
+struct Int8Panels {
+  std::vector<uint8_t> values;
+  std::vector<float> scales;
+  std::vector<int32_t> columnSums;
+  int64_t ld;
+
+  Int8Weight weight() const {
+    return {reinterpret_cast<const int8_t *>(values.data()), ld, scales.data(),
+            kWeightPanelWidth, columnSums.data()};
+  }
+};
+
+Int8Panels quantizeForInt8Inputs(const std::vector<float> &panels, const Shape &s) {
+  const int64_t w = kWeightPanelWidth, count = (s.n + w - 1) / w;
+  std::vector<uint8_t> rows(count * s.k * w);
+  Int8Panels q{std::vector<uint8_t>(rows.size()), std::vector<float>(count * w),
+               std::vector<int32_t>(count * w), s.k * w};
+  quantizer::quantizePanels(panels.data(), count, s.k, s.k, quantizer::Format{8},
+                            {rows.data(), q.scales.data(), nullptr});
+  quantizer::toRowQuads(rows.data(), count, s.k, q.values.data(), q.columnSums.data());
+  return q;
+}
+
 /// Parses "MxNxK"; false when it is not three positive integers.
 bool parseShape(const char *text, Shape &shape) {
   long long m, n, k;
@@ -206,6 +233,17 @@ int main(int argc, char **argv) {
                             sgemmQuantizedWeight(s.m, s.n, s.k, a.data(), s.k,
                                                  q.weight(), c.data(), s.n, pool);
                           }});
+    // The inputs quantized too (k a multiple of 4): int8 × int8 products.
+    Int8Panels int8Inputs;
+    if (s.k % quantizer::kRowQuad == 0) {
+      int8Inputs = quantizeForInt8Inputs(layouts.back(), s);
+      storedBs.push_back({"w8a8",
+                          1.0 * int8Inputs.values.size() + 4.0 * int8Inputs.scales.size(),
+                          [&](ThreadPool *pool) {
+                            gemmInt8DynamicRows(s.m, s.n, s.k, a.data(), s.k,
+                                                int8Inputs.weight(), c.data(), s.n, pool);
+                          }});
+    }
     for (const StoredB &stored : storedBs) {
       for (GemmIsa isa : {GemmIsa::Generic, GemmIsa::Avx2, GemmIsa::Avx512}) {
         if (isa > best)

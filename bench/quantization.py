@@ -1,9 +1,12 @@
-"""Kiln's weight-only quantization (kilnc --quantize=int8-weight and
-int4-weight, passes/QuantizeWeights.cpp) redone in numpy, for references:
-the same scales (and zero points) per column and group of rows, computed
-in float32 with the same rounding, so that an ONNX model whose weights are
-replaced by their dequantized values computes what the quantized artifact
-computes. Runs under /usr/bin/python3 (numpy, onnx)."""
+"""Kiln's quantization (kilnc --quantize=int8-weight, int4-weight and
+int8-dynamic, passes/QuantizeWeights.cpp) redone in numpy and ONNX, for
+references: the same scales (and zero points) per column and group of
+rows, computed in float32 with the same rounding, so that an ONNX model
+whose weights are replaced by their dequantized values computes what the
+quantized artifact computes. For int8-dynamic the products' inputs are
+also quantized and multiplied back per row, by ONNX ops doing the runtime's
+float32 arithmetic (gemmInt8DynamicRows). Runs under /usr/bin/python3
+(numpy, onnx)."""
 
 import numpy as np
 import onnx
@@ -17,7 +20,8 @@ def quantize(weight, group_size, mode):
     """`weight` [K, N] (float32) as integer values [K, N], float32 scales
     and zero points [ceil(K / group_size), N], per column's group of rows.
     int8-weight: scale = max |w| / 127, value = round(w / scale), zero
-    point 0. int4-weight: the range [min(w, 0), max(w, 0)] in 15 steps of
+    point 0 (int8-dynamic: the same, with one group of all K rows).
+    int4-weight: the range [min(w, 0), max(w, 0)] in 15 steps of
     scale, zero point = round(-min / scale), value = round(w / scale) +
     zero point in [0, 15]. Rounding is to nearest, ties to even."""
     k = weight.shape[0]
@@ -29,7 +33,7 @@ def quantize(weight, group_size, mode):
         rows = weight[group * group_size:(group + 1) * group_size]
         low = np.minimum(rows.min(axis=0), np.float32(0))
         high = np.maximum(rows.max(axis=0), np.float32(0))
-        if mode == "int8-weight":
+        if mode in ("int8-weight", "int8-dynamic"):
             scale = (np.maximum(high, -low) / INT8_MAX).astype(np.float32)
             zero_point, lowest, highest = np.zeros_like(scale), -INT8_MAX, INT8_MAX
         elif mode == "int4-weight":
@@ -69,14 +73,77 @@ def weight_orientation(graph, name):
     return None
 
 
+def quantized_rows(graph, x, prefix, opset):
+    """Appends to `graph` the nodes that quantize `x` to uint8 per row (its
+    last axis) and multiply it back, as the runtime does for int8-dynamic:
+    the row's range [min(x, 0), max(x, 0)] in 255 steps of scale (1 for a
+    row of zeros), zero point round(-min / scale), value round(x · (1 /
+    scale) + zero point) clamped to [0, 255], each float32 operation
+    rounded apart. Returns the nodes and the name of (value − zero point) ·
+    scale."""
+    helper = onnx.helper
+    def constant(name, value):
+        graph.initializer.append(numpy_helper.from_array(np.array(value, np.float32),
+                                                         f"{prefix}_{name}"))
+        return f"{prefix}_{name}"
+    zero, one, top = constant("zero", 0), constant("one", 1), constant("top", 255)
+    nodes = []
+    def node(op, inputs, **attributes):
+        output = f"{prefix}_{op}_{len(nodes)}"
+        nodes.append(helper.make_node(op, inputs, [output], **attributes))
+        return output
+    def reduce(op):
+        # Reductions take their axes as an input from opset 18.
+        if opset >= 18:
+            axes = f"{prefix}_axes"
+            if not any(i.name == axes for i in graph.initializer):
+                graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), axes))
+            return node(op, [x, axes], keepdims=1)
+        return node(op, [x], axes=[-1], keepdims=1)
+    low = node("Min", [reduce("ReduceMin"), zero])
+    high = node("Max", [reduce("ReduceMax"), zero])
+    step = node("Div", [node("Sub", [high, low]), top])
+    scale = node("Where", [node("Greater", [step, zero]), step, one])
+    zero_point = node("Clip", [node("Round", [node("Div", [node("Neg", [low]), scale])]), zero, top])
+    shifted = node("Add", [node("Mul", [x, node("Reciprocal", [scale])]), zero_point])
+    value = node("Clip", [node("Round", [shifted]), zero, top])
+    restored = node("Mul", [node("Sub", [value, zero_point]), scale])
+    return nodes, restored
+
+
+def quantize_product_inputs(model, weight_names):
+    """Routes the input of every product reading one of `weight_names` as
+    its weight, directly or through Identity nodes (a module repeated by
+    deep copy exports its copies' weights so), through quantized_rows."""
+    graph = model.graph
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    weight_names = set(weight_names)
+    for node in graph.node:
+        if node.op_type == "Identity" and node.input[0] in weight_names:
+            weight_names.add(node.output[0])
+    nodes = []
+    for index, node in enumerate(graph.node):
+        if node.op_type in ("MatMul", "Gemm") and node.input[1] in weight_names:
+            if any(a.name == "transA" and a.i for a in node.attribute):
+                raise ValueError(f"{node.name}: a Gemm with transA has no rows to quantize")
+            quantize_nodes, restored = quantized_rows(graph, node.input[0],
+                                                      f"kiln_w8a8_{index}", opset)
+            nodes += quantize_nodes
+            node.input[0] = restored
+        nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
 def dequantized_model(model_path, quantization, output_path):
     """Writes `model_path` with every weight that kilnc's --report
-    `quantization` record names replaced by its dequantized values.
+    `quantization` record names replaced by its dequantized values (and,
+    for int8-dynamic, the products' inputs quantized per row).
     Raises ValueError for a named weight that is not an initializer read by
     a product, which the reference cannot reproduce."""
     model = onnx.load(model_path)
     initializers = {i.name: i for i in model.graph.initializer}
-    group_size = quantization["group_size"]
+    mode = quantization["mode"]
     for entry in quantization["weights"]:
         name = entry["name"]
         transposed = weight_orientation(model.graph, name)
@@ -88,10 +155,13 @@ def dequantized_model(model_path, quantization, output_path):
         if list(matrix.shape) != [entry["rows"], entry["columns"]]:
             raise ValueError(f"{model_path}: '{name}' is {list(weight.shape)}, the "
                              f"report says {entry['rows']}x{entry['columns']}")
-        restored = dequantize(*quantize(matrix, group_size, quantization["mode"]),
-                              group_size)
+        # W8A8 scales whole columns.
+        group_size = entry["rows"] if mode == "int8-dynamic" else quantization["group_size"]
+        restored = dequantize(*quantize(matrix, group_size, mode), group_size)
         initializers[name].CopyFrom(numpy_helper.from_array(
             np.ascontiguousarray(restored.T if transposed else restored), name))
+    if mode == "int8-dynamic":
+        quantize_product_inputs(model, {entry["name"] for entry in quantization["weights"]})
     onnx.save(model, output_path)
 
 

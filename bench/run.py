@@ -96,14 +96,17 @@ RATIOS = [("fusion", "unfused", "fusion_speedup"),
 # at scale by what the cases need.
 DIM_BOUNDS = {"batch": "1:8", "sequence": "1:128", "past_sequence": "0:255",
               "total_sequence": "1:256"}
-# The scale suite's builds: the default one and the weight-only quantized
-# ones, each mode with the LM head f32 and quantized ("_head").
+# The scale suite's builds: the default one, the weight-only quantized
+# ones and W8A8 (int8-dynamic), each mode with the LM head f32 and
+# quantized ("_head").
 QUANT_GROUP_SIZE = 128
 SCALE_VARIANTS = {"fused": []}
 for _mode in ("int8", "int4"):
     SCALE_VARIANTS[_mode] = [f"--quantize={_mode}-weight",
                              f"--quant-group-size={QUANT_GROUP_SIZE}"]
     SCALE_VARIANTS[f"{_mode}_head"] = [*SCALE_VARIANTS[_mode], "--quantize-lm-head"]
+SCALE_VARIANTS["w8a8"] = ["--quantize=int8-dynamic"]
+SCALE_VARIANTS["w8a8_head"] = [*SCALE_VARIANTS["w8a8"], "--quantize-lm-head"]
 # A build of another model, which ONNX Runtime runs too: the export with
 # every MatMul by a constant weight (the LM head's included) as ORT's 4-bit
 # MatMulNBits, blocks of QUANT_GROUP_SIZE (bench/quantization.py).
@@ -262,7 +265,11 @@ def optimization_table(args, cases, runs, rounds):
 def weight_bytes(variant):
     """Bytes per weight element of a build's quantized products: an int8
     value and its share of a column's f32 group scale, or half a byte and
-    its share of a group's scale and one-byte zero point; 4 for f32."""
+    its share of a group's scale and one-byte zero point; 4 for f32. W8A8's
+    int8 value has a scale and a sum per column of K rows, under 1% for
+    K >= 1024, left out."""
+    if variant.startswith("w8a8"):
+        return 1
     if variant.startswith("int8"):
         return 1 + 4 / QUANT_GROUP_SIZE
     if variant.startswith("int4") or variant == NBITS:
@@ -306,8 +313,10 @@ def roofline_table(args, cases, runs, rounds):
     """The scale suite: the default and quantized builds against ONNX Runtime,
     each step held against the ceilings measured in the same run."""
     models = list(dict.fromkeys(case[0] for case in cases))
+    variants = {name: options for name, options in SCALE_VARIANTS.items()
+                if name == "fused" or not args.variants or name in args.variants}
     artifacts, paths, compiles = compile_artifacts(
-        args, models, SCALE_VARIANTS, SCALE_DIM_BOUNDS)
+        args, models, variants, SCALE_DIM_BOUNDS)
     # The VM's bandwidth drifts by a fifth within minutes, so the ceilings
     # are measured before every case and after the last, and the highest
     # seen stands: a fraction of the roofline is then never flattered.
@@ -325,7 +334,7 @@ def roofline_table(args, cases, runs, rounds):
               f"({compiles[model]['max_rss_mb'] * 2**20 / memory['weights_bytes']:.2f}x); "
               + ", ".join(f"{variant} artifact weights "
                           f"{harness.artifact_memory(artifacts[model, variant])['weights_bytes'] / 1e6:.0f} MB"
-                          for variant in SCALE_VARIANTS if variant != "fused"))
+                          for variant in variants if variant != "fused"))
     header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'build':<9} "
               f"{'MB/step':>8} {'GFLOP':>7} {'bound':>5} {'floor ms':>9} {'kiln ms':>9} "
               f"{'kiln %':>6} {'x f32':>6} {'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} "
@@ -333,7 +342,7 @@ def roofline_table(args, cases, runs, rounds):
     measured = []
     for case in cases:
         measure_ceilings()
-        measured.append((case, measure_case(args, case, artifacts, paths, SCALE_VARIANTS,
+        measured.append((case, measure_case(args, case, artifacts, paths, variants,
                                             runs, rounds, check=True)))
     measure_ceilings()
     bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
@@ -350,7 +359,7 @@ def roofline_table(args, cases, runs, rounds):
         with open(os.path.join(args.work_dir, model + ".json")) as f:
             architecture = json.load(f)
         shape = f"({batch}, {sequence}, {past})"
-        for variant in SCALE_VARIANTS:
+        for variant in variants:
             ort = best.get(f"ort_{variant}", best["ort"])
             moved, flops = step_cost(architecture, batch, sequence, past, variant)
             memory_ms, compute_ms = 1e3 * moved / bandwidth, 1e3 * flops / peak
@@ -376,7 +385,9 @@ def roofline_table(args, cases, runs, rounds):
                             "f32_over_build": best["fused"]["median_ms"] / kiln["median_ms"],
                             **errors})
     print("build = fused (f32), int8 / int4 (--quantize=int8-weight / int4-weight, the LM "
-          "head f32), int8_head / int4_head (the LM head quantized too) or nbits (the export "
+          "head f32), w8a8 (--quantize=int8-dynamic: the products' inputs quantized too, "
+          "per row at run time), int8_head / int4_head / w8a8_head (the LM head quantized "
+          "too) or nbits (the export "
           "with its MatMuls as ONNX Runtime's 4-bit MatMulNBits, blocks of "
           f"{QUANT_GROUP_SIZE}, which ORT runs too: its ORT columns are ORT on that model); "
           "MB/step and "
@@ -416,6 +427,9 @@ def main():
                         help="processes per build and case, interleaved")
     parser.add_argument("--json", help="where to write the results "
                         "(default: WORK_DIR/results.json)")
+    parser.add_argument("--variants", nargs="+", choices=sorted(SCALE_VARIANTS),
+                        help="the scale suite's builds to run besides the f32 one "
+                        "(default: all)")
     parser.add_argument("--smoke", action="store_true",
                         help="3 runs of one small shape per model")
     args = parser.parse_args()

@@ -47,8 +47,9 @@ struct Product {
   // A packed (and perhaps quantized) weight's form, kept as it is: an
   // importer may make one (ONNX Runtime's MatMulNBits).
   bool packed = false;
-  Value scales, zeroPoints;
+  Value scales, zeroPoints, columnSums;
   IntegerAttr groupSize;
+  bool quantizeInput = false;
 
   Stage lastStage() const {
     if (residual)
@@ -69,11 +70,12 @@ struct Product {
     fill(next);
     return rewriter.create<LinearOp>(
         loc, type, next.input, next.weight, next.scales, next.zeroPoints,
-        next.bias,
+        next.columnSums, next.bias,
         next.activation
             ? ActivationAttr::get(rewriter.getContext(), *next.activation)
             : ActivationAttr(),
-        next.gate, next.residual, next.transposeB, next.packed, next.groupSize);
+        next.gate, next.residual, next.transposeB, next.packed, next.groupSize,
+        next.quantizeInput);
   }
 };
 
@@ -103,7 +105,9 @@ std::optional<Product> productBefore(Value value, Stage stage) {
     product.packed = linear.getPacked();
     product.scales = linear.getScales();
     product.zeroPoints = linear.getZeroPoints();
+    product.columnSums = linear.getColumnSums();
     product.groupSize = linear.getGroupSizeAttr();
+    product.quantizeInput = linear.getQuantizeInput();
   } else {
     return std::nullopt;
   }

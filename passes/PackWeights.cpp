@@ -83,16 +83,16 @@ void rewriteUse(OpBuilder &builder, const WeightUse &use, Value packed,
   if (auto linear = dyn_cast<LinearOp>(use.op)) {
     result = builder.create<LinearOp>(
         loc, packedType, linear.getInput(), packed, /*scales=*/Value(), /*zero_points=*/Value(),
-        linear.getBias(), linear.getActivationAttr(), linear.getGate(),
+        /*column_sums=*/Value(), linear.getBias(), linear.getActivationAttr(), linear.getGate(),
         linear.getResidual(), /*transpose_b=*/false, /*packed=*/true,
-        /*group_size=*/IntegerAttr());
+        /*group_size=*/IntegerAttr(), /*quantize_input=*/false);
   } else {
     result = builder.create<LinearOp>(
         loc, packedType, cast<MatMulOp>(use.op).getLhs(), packed,
-        /*scales=*/Value(), /*zero_points=*/Value(), /*bias=*/Value(),
-        ActivationAttr(), /*gate=*/Value(),
+        /*scales=*/Value(), /*zero_points=*/Value(), /*column_sums=*/Value(),
+        /*bias=*/Value(), ActivationAttr(), /*gate=*/Value(),
         /*residual=*/Value(), /*transpose_b=*/false, /*packed=*/true,
-        /*group_size=*/IntegerAttr());
+        /*group_size=*/IntegerAttr(), /*quantize_input=*/false);
   }
   if (packedType != type)
     result = builder.create<tensor::CastOp>(loc, type, result);

@@ -76,7 +76,8 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
     pm.addPass(createKilnPackWeights());
   if (options.quantizeWeights)
     pm.addPass(createKilnQuantizeWeights(
-        {options.quantizeBits, options.quantizeGroupSize, options.quantizeLmHead}));
+        {options.quantizeBits, options.quantizeGroupSize, options.quantizeLmHead,
+         options.quantizeInputs}));
   if (options.pagedKvBlockSize > 0)
     pm.addPass(createKilnPageKvCache({options.pagedKvBlockSize}));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());

@@ -47,11 +47,13 @@ struct OptimizationOptions {
   /// Weight-only quantization of the packed weights (kiln-quantize-weights),
   /// after the packing, to `quantizeBits` (8 or 4) with a scale per column
   /// and group of `quantizeGroupSize` rows; the product making the results
-  /// too with `quantizeLmHead`.
+  /// too with `quantizeLmHead`. With `quantizeInputs` (W8A8, 8 bits), one
+  /// scale per column and the linears' inputs quantized at run time.
   bool quantizeWeights = false;
   int64_t quantizeBits = 8;
   int64_t quantizeGroupSize = 128;
   bool quantizeLmHead = false;
+  bool quantizeInputs = false;
   /// 0: the decoder keeps its past and present tensors. N > 0: it gets the
   /// generation engine's paged KV-cache interface with blocks of N tokens
   /// (kiln-page-kv-cache, last), which needs the fused attentions.

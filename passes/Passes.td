@@ -339,6 +339,14 @@ def KilnQuantizeWeights : Pass<"kiln-quantize-weights", "mlir::ModuleOp"> {
     back as it reads them. A decode step, which streams every weight from
     memory, then reads about a quarter (an eighth) of the bytes.
 
+    With `quantize-inputs` (W8A8, `bits=8`), each weight gets one scale per
+    column (`group-size` does not apply), its values laid out in row quads
+    with their column sums (`kiln.linear`'s `quantize_input` form), and the
+    linear quantizes its input to uint8 per row at run time: the product
+    runs in integers (VNNI's dot products of 4 bytes on the CPU). A weight
+    whose K is not a multiple of 4 (or is over 65536) stays f32, and the
+    report lists it under `kept_f32` with the reason.
+
     The product that makes the model's results (its LM head: a linear whose
     result reaches the return through reshapes and casts only) stays f32
     unless `lm-head` is set, as its error is not averaged away by later
@@ -365,6 +373,9 @@ def KilnQuantizeWeights : Pass<"kiln-quantize-weights", "mlir::ModuleOp"> {
            "Rows of a column that share one scale">,
     Option<"quantizeLmHead", "lm-head", "bool", /*default=*/"false",
            "Quantize the product that makes the model's results too">,
+    Option<"quantizeInputs", "quantize-inputs", "bool", /*default=*/"false",
+           "W8A8: int8 weights with one scale per column, and the linears "
+           "quantize their inputs to uint8 per row at run time (bits=8)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

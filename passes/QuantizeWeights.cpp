@@ -1,12 +1,14 @@
 //===- QuantizeWeights.cpp - The kiln-quantize-weights pass ---------------===//
 //
-// Weight-only quantization: each packed constant weight of a kiln.linear
-// becomes integers and an f32 scale per column and group of rows, either
-// int8, symmetric (scale = max |w| / 127 over the group, value =
-// round(w / scale)), or 4-bit, asymmetric with a zero point per group. The
-// activations stay f32; the runtime multiplies the values back in
-// registers, so a product that streams its weight (a decode step) reads a
-// quarter (an eighth) of the bytes.
+// Each packed constant weight of a kiln.linear becomes integers and an f32
+// scale per column and group of rows, either int8, symmetric (scale = max
+// |w| / 127 over the group, value = round(w / scale)), or 4-bit, asymmetric
+// with a zero point per group. Weight-only, the activations stay f32 and
+// the runtime multiplies the values back in registers, so a product that
+// streams its weight (a decode step) reads a quarter (an eighth) of the
+// bytes. With quantize-inputs (W8A8), int8 with one scale per column, laid
+// out for the CPU's dot products of 4 bytes, and the linears quantize
+// their inputs at run time: the products themselves run in integers.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -38,11 +40,22 @@ Type valueType(const quantizer::Format &format, MLIRContext *context) {
 }
 
 /// `--report`'s name of the mode, and the replaced blobs' suffix.
-StringRef modeName(const quantizer::Format &format) {
+StringRef modeName(const quantizer::Format &format, bool quantizeInputs) {
+  if (quantizeInputs)
+    return "int8-dynamic";
   return format.bits == 8 ? "int8-weight" : "int4-weight";
 }
 StringRef blobSuffix(const quantizer::Format &format) {
   return format.bits == 8 ? "_int8" : "_int4";
+}
+
+/// Why a weight of K rows cannot take quantized inputs, or "".
+StringRef int8InputsRefusal(int64_t k) {
+  if (k % LinearOp::kRowQuad != 0)
+    return "K is not a multiple of 4";
+  if (k > LinearOp::kMaxInt8Depth)
+    return "K is over 65536";
+  return "";
 }
 
 /// Whether `value` reaches the function's results through nothing but
@@ -102,12 +115,18 @@ struct QuantizeWeightsPass
           << "kiln-quantize-weights: bits must be 8 or 4, got " << bits.getValue();
       return signalPassFailure();
     }
+    if (quantizeInputs && bits != 8) {
+      getOperation().emitError()
+          << "kiln-quantize-weights: quantize-inputs needs bits=8, got "
+          << bits.getValue();
+      return signalPassFailure();
+    }
     const quantizer::Format format{bits};
     SmallVector<ConstantOp> constants;
     getOperation().walk([&](ConstantOp constant) { constants.push_back(constant); });
     OpBuilder builder(&getContext());
     BlobReaders readers(getOperation());
-    SmallVector<Attribute> report;
+    SmallVector<Attribute> report, keptF32;
     for (ConstantOp constant : constants) {
       auto type = dyn_cast<RankedTensorType>(constant.getType());
       if (!type || type.getRank() != 3 || !type.hasStaticShape() ||
@@ -124,7 +143,21 @@ struct QuantizeWeightsPass
       if (!weights)
         continue;
       const int64_t panels = type.getDimSize(0), k = type.getDimSize(1);
-      const int64_t groups = llvm::divideCeil(k, groupSize);
+      const int64_t columns = products->front().getType().getShape().back();
+      if (StringRef refusal = int8InputsRefusal(k); quantizeInputs && !refusal.empty()) {
+        // Left f32 rather than weight-only int8: the mode promised integer
+        // products, and the report says which weights did not get them.
+        keptF32.push_back(builder.getDictionaryAttr({
+            builder.getNamedAttr("name", builder.getStringAttr(weightName(constant.getLoc()))),
+            builder.getNamedAttr("rows", builder.getI64IntegerAttr(k)),
+            builder.getNamedAttr("columns", builder.getI64IntegerAttr(columns)),
+            builder.getNamedAttr("reason", builder.getStringAttr(refusal)),
+        }));
+        continue;
+      }
+      // Integer products need one scale per column: a group of all K rows.
+      const int64_t rowsPerGroup = quantizeInputs ? k : groupSize.getValue();
+      const int64_t groups = llvm::divideCeil(k, rowsPerGroup);
       auto valuesType = RankedTensorType::get({panels, k, format.rowBytes()},
                                               valueType(format, &getContext()));
       auto scalesType = RankedTensorType::get({panels, groups, kPanelWidth},
@@ -135,14 +168,19 @@ struct QuantizeWeightsPass
       std::vector<float> scaleValues(scalesType.getNumElements());
       std::vector<uint8_t> zeroPointValues(
           format.hasZeroPoints() ? zeroPointsType.getNumElements() : 0);
+      std::vector<int32_t> columnSums(quantizeInputs ? panels * kPanelWidth : 0);
       double error = 0;
       ElementsAttr values = replacementWeight(
           constant.getValue(), valuesType, blobSuffix(format),
           [&](MutableArrayRef<char> bytes) {
+            auto *out = reinterpret_cast<uint8_t *>(bytes.data());
+            std::vector<uint8_t> rows(quantizeInputs ? bytes.size() : 0);
             error = quantizer::quantizePanels(
-                weights->data(), panels, k, groupSize, format,
-                {reinterpret_cast<uint8_t *>(bytes.data()), scaleValues.data(),
+                weights->data(), panels, k, rowsPerGroup, format,
+                {quantizeInputs ? rows.data() : out, scaleValues.data(),
                  zeroPointValues.data()});
+            if (quantizeInputs)
+              quantizer::toRowQuads(rows.data(), panels, k, out, columnSums.data());
           });
       auto copyOf = [&](RankedTensorType blobType, StringRef suffix, const void *data) {
         return replacementWeight(constant.getValue(), blobType, suffix,
@@ -151,7 +189,6 @@ struct QuantizeWeightsPass
                                  });
       };
       ElementsAttr scales = copyOf(scalesType, "_scales", scaleValues.data());
-      const int64_t columns = products->front().getType().getShape().back();
       report.push_back(builder.getDictionaryAttr({
           builder.getNamedAttr("name", builder.getStringAttr(weightName(constant.getLoc()))),
           builder.getNamedAttr("rows", builder.getI64IntegerAttr(k)),
@@ -163,32 +200,40 @@ struct QuantizeWeightsPass
       Location loc = constant.getLoc();
       Value quantizedWeight = builder.create<ConstantOp>(loc, valuesType, values);
       Value scaleWeight = builder.create<ConstantOp>(loc, scalesType, scales);
-      Value zeroPointWeight;
+      Value zeroPointWeight, columnSumWeight;
       if (format.hasZeroPoints())
         zeroPointWeight = builder.create<ConstantOp>(
             loc, zeroPointsType,
             copyOf(zeroPointsType, "_zero_points", zeroPointValues.data()));
+      if (quantizeInputs) {
+        auto sumsType = RankedTensorType::get({panels, kPanelWidth}, builder.getI32Type());
+        columnSumWeight = builder.create<ConstantOp>(
+            loc, sumsType, copyOf(sumsType, "_column_sums", columnSums.data()));
+      }
       for (LinearOp linear : *products) {
         builder.setInsertionPoint(linear);
         Value result = builder.create<LinearOp>(
             linear.getLoc(), linear.getType(), linear.getInput(), quantizedWeight,
-            scaleWeight, zeroPointWeight, linear.getBias(),
+            scaleWeight, zeroPointWeight, columnSumWeight, linear.getBias(),
             linear.getActivationAttr(), linear.getGate(), linear.getResidual(),
             /*transpose_b=*/false, /*packed=*/true,
-            builder.getI64IntegerAttr(groupSize));
+            builder.getI64IntegerAttr(rowsPerGroup), quantizeInputs);
         linear.getResult().replaceAllUsesWith(result);
         linear.erase();
       }
       readers.erase(constant);
     }
-    getOperation()->setAttr(
-        kQuantizationAttrName,
-        builder.getDictionaryAttr({
-            builder.getNamedAttr("mode", builder.getStringAttr(modeName(format))),
-            builder.getNamedAttr("group_size", builder.getI64IntegerAttr(groupSize)),
-            builder.getNamedAttr("lm_head", builder.getBoolAttr(quantizeLmHead)),
-            builder.getNamedAttr("weights", builder.getArrayAttr(report)),
-        }));
+    SmallVector<NamedAttribute> summary = {
+        builder.getNamedAttr("mode", builder.getStringAttr(modeName(format, quantizeInputs))),
+        builder.getNamedAttr("lm_head", builder.getBoolAttr(quantizeLmHead)),
+        builder.getNamedAttr("weights", builder.getArrayAttr(report)),
+    };
+    // W8A8 scales whole columns; its report lists the weights left f32.
+    if (quantizeInputs)
+      summary.push_back(builder.getNamedAttr("kept_f32", builder.getArrayAttr(keptF32)));
+    else
+      summary.push_back(builder.getNamedAttr("group_size", builder.getI64IntegerAttr(groupSize)));
+    getOperation()->setAttr(kQuantizationAttrName, builder.getDictionaryAttr(summary));
   }
 };
 

@@ -118,6 +118,30 @@ inline double quantizePanels(const float *weights, int64_t panels, int64_t k,
   return squaredWeight > 0 ? std::sqrt(squaredError / squaredWeight) : 0.0;
 }
 
+/// Rows of a column per 32-bit lane in the layout of int8 products with
+/// quantized inputs: kiln::rt::kInt8RowQuad.
+constexpr int64_t kRowQuad = 4;
+
+/// Lays int8 panels [panels, k, W] (k a multiple of kRowQuad) out as int8
+/// products with quantized inputs read them (KILN_WEIGHT_I8_ROW_QUADS):
+/// row 4q + i of column c at byte (q · W + c) · 4 + i of its panel, each
+/// panel k · W bytes; and writes each column's sum of values to
+/// `columnSums`, [panels, W].
+inline void toRowQuads(const uint8_t *rows, int64_t panels, int64_t k,
+                       uint8_t *quads, int32_t *columnSums) {
+  for (int64_t panel = 0; panel < panels; ++panel)
+    for (int64_t lane = 0; lane < kPanelWidth; ++lane) {
+      int32_t sum = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const uint8_t value = rows[(panel * k + p) * kPanelWidth + lane];
+        quads[panel * k * kPanelWidth + (p / kRowQuad * kPanelWidth + lane) * kRowQuad +
+              p % kRowQuad] = value;
+        sum += static_cast<int8_t>(value);
+      }
+      columnSums[panel * kPanelWidth + lane] = sum;
+    }
+}
+
 } // namespace kiln::quantizer
 
 #endif // KILN_PASSES_WEIGHTQUANTIZER_H

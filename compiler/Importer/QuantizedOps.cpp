@@ -173,8 +173,9 @@ LogicalResult importMatMulNBits(ImportContext &ctx, const onnx::NodeProto &node)
   shape.back() = *n;
   Value result = b.create<LinearOp>(
       loc, RankedTensorType::get(shape, b.getF32Type()), a, weight, scaleWeight,
-      zeroPointWeight, bias, ActivationAttr(), /*gate=*/Value(), /*residual=*/Value(),
-      /*transpose_b=*/false, /*packed=*/true, b.getI64IntegerAttr(*blockSize));
+      zeroPointWeight, /*column_sums=*/Value(), bias, ActivationAttr(), /*gate=*/Value(),
+      /*residual=*/Value(), /*transpose_b=*/false, /*packed=*/true,
+      b.getI64IntegerAttr(*blockSize), /*quantize_input=*/false);
   ctx.setOutput(node, 0, result);
   return success();
 }

@@ -266,7 +266,8 @@ def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]
     engine's paged KV interface; quantize="int8-weight" ("int4-weight")
     stores the products' weights as int8 (4-bit values with zero points),
     quant_group_size rows per scale, the LM head too with
-    quantize_lm_head. Returns output_path; a refusal raises KilnError with
+    quantize_lm_head; quantize="int8-dynamic" (W8A8) also quantizes each
+    product's input per row at run time. Returns output_path; a refusal raises KilnError with
     kilnc's message."""
     command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
     for name, (low, high) in (dims or {}).items():

@@ -81,14 +81,17 @@ def test_compile_reports_kilnc_errors(work):
         kiln.compile(bad, work / "bad.kiln")
 
 
-@pytest.mark.parametrize("mode, tolerance", [("int8-weight", 0.02), ("int4-weight", 0.1)])
-def test_compile_quantized(bert, work, mode, tolerance):
+@pytest.mark.parametrize("mode, group_size, tolerance", [("int8-weight", 32, 0.02),
+                                                       ("int4-weight", 32, 0.1),
+                                                       ("int8-dynamic", None, 0.03)])
+def test_compile_quantized(bert, work, mode, group_size, tolerance):
     # The quantized build runs through the same session API, its weights a
     # fraction of the f32 build's, its outputs close to them (4-bit values
-    # further than int8); a bad option is kilnc's refusal.
+    # further than int8; W8A8 scales whole columns and its inputs too); a
+    # bad option is kilnc's refusal.
     quantized = kiln.compile(os.path.join(MODELS, "exports", "bert_tiny.onnx"),
                              work / f"bert_{mode}.kiln", dims={"batch": (1, 8), "sequence": (1, 128)},
-                             quantize=mode, quant_group_size=32)
+                             quantize=mode, quant_group_size=group_size)
     assert os.path.getsize(quantized) < os.path.getsize(bert)
     feeds = {"input_ids": np.arange(8, dtype=np.int64).reshape(1, 8),
              "attention_mask": np.ones((1, 8), dtype=np.int64),

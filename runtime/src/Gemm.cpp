@@ -648,9 +648,25 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
                  "was compiled for a newer runtime)");
   const bool quantized =
       p.weight_dtype == KILN_WEIGHT_I8 || p.weight_dtype == KILN_WEIGHT_U4;
-  if (!quantized && p.weight_dtype != KILN_WEIGHT_F32)
+  const bool quantizedInput = p.weight_dtype == KILN_WEIGHT_I8_ROW_QUADS;
+  if (!quantized && !quantizedInput && p.weight_dtype != KILN_WEIGHT_F32)
     kiln_rt_trap("kiln_ukernel_linear: unknown weight dtype (the code was "
                  "compiled for a newer runtime)");
+  if (p.input_quantization != KILN_INPUT_F32 &&
+      p.input_quantization != KILN_INPUT_U8_DYNAMIC_ROWS)
+    kiln_rt_trap("kiln_ukernel_linear: unknown input quantization (the code "
+                 "was compiled for a newer runtime)");
+  if (quantizedInput !=
+      (p.input_quantization == KILN_INPUT_U8_DYNAMIC_ROWS))
+    kiln_rt_trap("kiln_ukernel_linear: an input is quantized exactly when "
+                 "the weight is int8 in row quads");
+  if (quantizedInput &&
+      (p.weight_layout != static_cast<int64_t>(GemmLayout::Panels) ||
+       p.k % kInt8RowQuad != 0 || p.k > kMaxInt8Depth || p.group_size < p.k ||
+       !p.column_sums || p.zero_points))
+    kiln_rt_trap("kiln_ukernel_linear: an int8 weight in row quads must be "
+                 "packed in panels, with k a multiple of 4 and at most 65536, "
+                 "one scale per column, column sums and no zero points");
   if (quantized && (p.weight_layout != static_cast<int64_t>(GemmLayout::Panels) ||
                     p.group_size <= 0 ||
                     (p.weight_dtype == KILN_WEIGHT_U4) != (p.zero_points != nullptr)))
@@ -660,6 +676,13 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
   const GemmEpilogue epilogue{p.bias,     static_cast<GemmActivation>(p.activation),
                               p.gate,     p.ldg,
                               p.residual, p.ldr};
+  if (quantizedInput) {
+    const Int8Weight weight{static_cast<const int8_t *>(p.weight), p.weight_stride,
+                            p.scales, p.scales_stride, p.column_sums};
+    gemmInt8DynamicRows(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
+                        currentThreadPool(), epilogue);
+    return;
+  }
   if (quantized) {
     const QuantizedWeight weight{static_cast<QuantizedFormat>(p.weight_dtype),
                                  static_cast<const uint8_t *>(p.weight),

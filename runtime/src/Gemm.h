@@ -150,6 +150,52 @@ void sgemmQuantizedWeight(int64_t m, int64_t n, int64_t k, const float *a,
                           int64_t ldc, ThreadPool *pool,
                           const GemmEpilogue &epilogue = {});
 
+/// Rows of B per 32-bit lane of an Int8Weight: VNNI's dot product of 4
+/// bytes.
+constexpr int64_t kInt8RowQuad = 4;
+/// The deepest product gemmInt8DynamicRows sums exactly in int32: |Σ (a −
+/// z)·w| ≤ 255 · 127 · k stays below 2^31. The compiler's
+/// LinearOp::kMaxInt8Depth: keep the two in step.
+constexpr int64_t kMaxInt8Depth = 65536;
+
+/// A k×n int8 weight for products whose input is quantized too
+/// (KILN_WEIGHT_I8_ROW_QUADS): ceil(n / W) panels of W = kWeightPanelWidth
+/// columns, `ld` bytes apart, each holding its k rows (k a multiple of 4)
+/// in quads: row 4q + i of column c at byte q · 4W + 4c + i, so that one
+/// 32-bit lane holds 4 consecutive rows of a column. Column j's value times
+/// scales[j / W · scalesLd + j % W] is B[p][j] (one scale per column), and
+/// columnSums[j] is the sum of its k values (panels side by side, W each).
+/// Scales, sums and values are 0 past n. kiln-quantize-weights lays
+/// weights out so (quantize-inputs).
+struct Int8Weight {
+  const int8_t *values;
+  int64_t ld;
+  const float *scales;
+  int64_t scalesLd;
+  const int32_t *columnSums;
+};
+
+/// C = A·B, then `epilogue`, with A quantized to uint8 row by row at run
+/// time: row i's range [min(x, 0), max(x, 0)] in 255 steps of s_i, zero
+/// point z_i = round(−min / s_i), values round(x / s_i) + z_i, clamped to
+/// [0, 255]. The products are summed in int32, exactly for k ≤
+/// kMaxInt8Depth, and C[i][j] = (sum − z_i · columnSums[j]) · (scale_j ·
+/// s_i). Every ISA computes the same sums: AVX-512 VNNI where the CPU has
+/// it and the active ISA is avx512, else AVX2, else portable C++.
+void gemmInt8DynamicRows(int64_t m, int64_t n, int64_t k, const float *a,
+                         int64_t lda, const Int8Weight &b, float *c,
+                         int64_t ldc, ThreadPool *pool,
+                         const GemmEpilogue &epilogue = {});
+
+/// The uint8 values, scale and zero point gemmInt8DynamicRows gives row
+/// `x` of k floats: writes the values to `out`. For tests.
+void quantizeRowToUint8(const float *x, int64_t k, uint8_t *out, float &scale,
+                        int32_t &zeroPoint);
+
+/// The name of the ISA gemmInt8DynamicRows runs on: "avx512-vnni", "avx2"
+/// or "generic".
+const char *int8GemmIsaName();
+
 namespace detail {
 
 /// A strip of a QuantizedWeight as the microkernels read it: the columns
@@ -289,7 +335,8 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
 
 /// The GEMM with an epilogue that compiled model code calls for a
 /// kiln.linear (kiln/kernel_abi.h): sgemm with a GemmEpilogue, or
-/// sgemmQuantizedWeight for an int8 or 4-bit weight. Runs on currentThreadPool(). Ends
+/// sgemmQuantizedWeight for an int8 or 4-bit weight, or gemmInt8DynamicRows
+/// for a weight with quantized inputs. Runs on currentThreadPool(). Ends
 /// the run (kiln_rt_trap) on a code it does not know, which means the code
 /// was compiled for a newer runtime.
 extern "C" __attribute__((visibility("default"))) void

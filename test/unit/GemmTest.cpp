@@ -526,6 +526,253 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
 
 KILN_INSTANTIATE_PER_ISA(SgemmTest);
 
+//===----------------------------------------------------------------------===//
+// gemmInt8DynamicRows, per ISA
+//===----------------------------------------------------------------------===//
+
+/// A k×n B as an Int8Weight (k a multiple of 4): random int8 values in
+/// [-127, 127], a positive scale per column, the column sums, panels with
+/// `padding` quads of junk between them (and junk scales), zeros past n.
+/// `dequantized` is B in f32, value · scale.
+struct Int8Matrix {
+  int64_t ld, scalesLd;
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  std::vector<int32_t> columnSums;
+  WeightMatrix dequantized;
+
+  Int8Matrix(int64_t k, int64_t n, int64_t padding, std::mt19937 &rng)
+      : ld((k + padding * kInt8RowQuad) * kWeightPanelWidth),
+        scalesLd((1 + padding) * kWeightPanelWidth),
+        dequantized(GemmLayout::RowMajor, Matrix(k, n, 0, rng), 0) {
+    const int64_t panels = (n + kWeightPanelWidth - 1) / kWeightPanelWidth;
+    values.assign(std::max<int64_t>(1, panels * ld), 0x55);
+    scales.assign(std::max<int64_t>(1, panels * scalesLd), kNaN);
+    columnSums.assign(std::max<int64_t>(1, panels * kWeightPanelWidth), 0);
+    std::uniform_int_distribution<int> value(-127, 127);
+    std::uniform_real_distribution<float> scale(1e-4f, 1e-2f);
+    for (int64_t panel = 0; panel < panels; ++panel)
+      for (int64_t lane = 0; lane < kWeightPanelWidth; ++lane) {
+        const int64_t j = panel * kWeightPanelWidth + lane;
+        const bool past = j >= n;
+        float &columnScale = scales[panel * scalesLd + lane];
+        columnScale = past ? 0.0f : scale(rng);
+        for (int64_t p = 0; p < k; ++p) {
+          const int stored = past ? 0 : value(rng);
+          values[panel * ld + p / kInt8RowQuad * kInt8RowQuad * kWeightPanelWidth +
+                 lane * kInt8RowQuad + p % kInt8RowQuad] = static_cast<int8_t>(stored);
+          columnSums[j] += stored;
+          if (!past)
+            dequantized.stored.at(p, j) = static_cast<float>(stored) * columnScale;
+        }
+      }
+  }
+  Int8Weight weight() const {
+    return {values.data(), ld, scales.data(), scalesLd, columnSums.data()};
+  }
+};
+
+/// A's rows as gemmInt8DynamicRows quantizes them (its documented
+/// formula, in double): the scale, and the values multiplied back.
+struct QuantizedRowReference {
+  double scale;
+  std::vector<double> dequantized;
+
+  QuantizedRowReference(const float *x, int64_t k) {
+    double low = 0, high = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      low = std::min<double>(low, x[p]);
+      high = std::max<double>(high, x[p]);
+    }
+    scale = high > low ? (high - low) / 255 : 1;
+    const double zero = std::clamp(std::nearbyint(-low / scale), 0.0, 255.0);
+    for (int64_t p = 0; p < k; ++p)
+      dequantized.push_back(
+          (std::clamp(std::nearbyint(x[p] / scale + zero), 0.0, 255.0) - zero) * scale);
+  }
+};
+
+/// Checks C against A·B with A quantized per row as the reference does,
+/// up to f32 rounding and one value of the row rounded the other way.
+void expectInt8Product(const Matrix &a, const Int8Matrix &b, const Matrix &c,
+                       const std::string &what) {
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < c.rows; ++i) {
+    const QuantizedRowReference row(&a.data[i * a.ld], a.cols);
+    for (int64_t j = 0; j < c.cols; ++j) {
+      double sum = 0, magnitude = 0, largestWeight = 0;
+      for (int64_t p = 0; p < a.cols; ++p) {
+        const double weight = b.dequantized.at(p, j);
+        sum += row.dequantized[p] * weight;
+        magnitude += std::fabs(row.dequantized[p] * weight);
+        largestWeight = std::max(largestWeight, std::fabs(weight));
+      }
+      // A value within f32 rounding of a tie may round either way, one step
+      // from the reference's: allow one such value in the row.
+      const double bound = 1e-5 * magnitude + 1.001 * row.scale * largestWeight + 1e-30;
+      const double error = std::fabs(double(c.at(i, j)) - sum);
+      if (!(error <= bound) && mismatches++ < 5)
+        ADD_FAILURE() << what << ": C[" << i << "," << j << "] = " << c.at(i, j)
+                      << ", expected " << sum << " (error " << error << ", bound "
+                      << bound << ")";
+    }
+    for (int64_t j = c.cols; j < c.ld; ++j)
+      if (!std::isnan(c.at(i, j)) && mismatches++ < 5)
+        ADD_FAILURE() << what << ": wrote C[" << i << "," << j << "] in the padding";
+  }
+  EXPECT_EQ(mismatches, 0) << what;
+}
+
+class Int8GemmTest : public PerIsaTest {};
+
+TEST_P(Int8GemmTest, RunsTheRequestedIsa) {
+  const std::string expected =
+      GetParam() == GemmIsa::Generic ? "generic"
+      : GetParam() == GemmIsa::Avx2 || !__builtin_cpu_supports("avx512vnni")
+          ? "avx2"
+          : "avx512-vnni";
+  EXPECT_EQ(int8GemmIsaName(), expected);
+}
+
+TEST_P(Int8GemmTest, QuantizesRowsByTheirRange) {
+  // Mixed signs, one sign only (the range widened to 0), zeros, NaN (to
+  // 0), lengths that are and are not whole vectors.
+  std::mt19937 rng(23);
+  for (int64_t k : {1, 5, 16, 37, 300}) {
+    for (int shift : {0, 1, -1}) {
+      Matrix x(1, k, 0, rng);
+      for (int64_t p = 0; p < k; ++p)
+        x.at(0, p) = shift == 0 ? x.at(0, p) * 3 : shift * std::fabs(x.at(0, p));
+      std::vector<uint8_t> values(k);
+      float scale;
+      int32_t zeroPoint;
+      quantizeRowToUint8(x.data.data(), k, values.data(), scale, zeroPoint);
+      const QuantizedRowReference reference(x.data.data(), k);
+      EXPECT_NEAR(scale, reference.scale, 1e-6 * reference.scale);
+      EXPECT_EQ(zeroPoint, shift > 0 ? 0 : shift < 0 ? 255 : zeroPoint);
+      for (int64_t p = 0; p < k; ++p)
+        ASSERT_LE(std::fabs((values[p] - zeroPoint) * double(scale) - x.at(0, p)),
+                  0.5001 * scale)
+            << "k " << k << " shift " << shift << " at " << p;
+    }
+  }
+  const float zeros[5] = {0, 0, 0, 0, 0};
+  uint8_t values[5];
+  float scale;
+  int32_t zeroPoint;
+  quantizeRowToUint8(zeros, 5, values, scale, zeroPoint);
+  EXPECT_EQ(zeroPoint, 0);
+  EXPECT_GT(scale, 0.0f);
+  EXPECT_EQ(std::count(values, values + 5, 0), 5);
+  const float withNaN[3] = {1.0f, kNaN, -1.0f};
+  quantizeRowToUint8(withNaN, 3, values, scale, zeroPoint);
+  EXPECT_EQ(values[1], 0);
+  EXPECT_LE(std::fabs((values[0] - zeroPoint) * scale - 1.0f), 0.5001f * scale);
+  EXPECT_LE(std::fabs((values[2] - zeroPoint) * scale + 1.0f), 0.5001f * scale);
+}
+
+TEST_P(Int8GemmTest, SumsExactlyWhenTheRowsQuantizeExactly) {
+  // Rows whose values are (q − z) · 2^-5 with q spanning [0, 255]: they
+  // quantize to q and z exactly, so C is the integer product, scaled, and
+  // any wrong byte or lane shows at f32 precision.
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const Shape &shape : {Shape{1, 64, 4}, Shape{3, 70, 100}, Shape{13, 130, 64},
+                             Shape{40, 33, 1028}, Shape{4, 200, 2048}}) {
+    const Int8Matrix b(shape.k, shape.n, 1, rng);
+    Matrix a(shape.m, shape.k, 2, rng);
+    for (int64_t i = 0; i < shape.m; ++i) {
+      const int zero = byte(rng);
+      for (int64_t p = 0; p < shape.k; ++p) {
+        const int q = p == 0 ? 0 : p == 1 ? 255 : byte(rng);
+        a.at(i, p) = static_cast<float>(q - zero) * 0.03125f;
+      }
+    }
+    Matrix c(shape.m, shape.n, 1, rng);
+    std::fill(c.data.begin(), c.data.end(), kNaN);
+    gemmInt8DynamicRows(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.weight(),
+                        c.data.data(), c.ld, nullptr);
+    // The reference's weights were rounded to f32 once each, so it is
+    // within about 1e-7 of Σ|a·b| of the exact product.
+    for (int64_t i = 0; i < shape.m; ++i)
+      for (int64_t j = 0; j < shape.n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t p = 0; p < shape.k; ++p) {
+          sum += double(a.at(i, p)) * b.dequantized.at(p, j);
+          magnitude += std::fabs(double(a.at(i, p)) * b.dequantized.at(p, j));
+        }
+        ASSERT_NEAR(c.at(i, j), sum, 1e-6 * std::fabs(sum) + 3e-7 * magnitude)
+            << shapeName(shape) << " at [" << i << "," << j << "]";
+      }
+  }
+}
+
+TEST_P(Int8GemmTest, MatchesQuantizedReference) {
+  // One to 4 rows (the few-rows kernel), tiles of 4 and 12 rows and their
+  // remainders, blocks of rows past L2's (k = 1028: 252 rows), partial
+  // strips, one column, several panels with junk between them; one thread
+  // and two.
+  ThreadPool twoThreads(2);
+  std::mt19937 rng(31);
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 4}, {17, 8}, {64, 100},
+                            {70, 300}, {130, 1028}}) {
+    for (int64_t padding : {0, 1}) {
+      const Int8Matrix b(k, n, padding, rng);
+      for (int64_t m : {1, 2, 3, 4, 5, 12, 13, 40, 300}) {
+        if (m * k > 100000 && padding == 0)
+          continue; // the big shapes once, with padding
+        const Matrix a(m, k, 3 * padding, rng);
+        for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
+          Matrix c(m, n, padding, rng);
+          std::fill(c.data.begin(), c.data.end(), kNaN);
+          gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(),
+                              c.data.data(), c.ld, pool);
+          expectInt8Product(a, b, c,
+                            shapeName({m, n, k}) + " padding " + std::to_string(padding) +
+                                (pool ? " 2 threads" : " serial"));
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Int8GemmTest, AppliesEpilogueAndIgnoresThreadCount) {
+  std::mt19937 rng(37);
+  const int64_t n = 70, k = 200;
+  const Int8Matrix b(k, n, 0, rng);
+  const Matrix bias(1, n, 0, rng);
+  ThreadPool threads(3);
+  for (int64_t m : {3, 40, 301}) {
+    const Matrix a(m, k, 0, rng), gate(m, n, 1, rng), residual(m, n, 2, rng);
+    GemmEpilogue epilogue;
+    epilogue.bias = bias.data.data();
+    epilogue.activation = GemmActivation::Relu;
+    epilogue.gate = gate.data.data();
+    epilogue.ldg = gate.ld;
+    epilogue.residual = residual.data.data();
+    epilogue.ldr = residual.ld;
+    Matrix serial(m, n, 0, rng), parallel(m, n, 0, rng);
+    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), serial.data.data(),
+                        serial.ld, nullptr, epilogue);
+    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), parallel.data.data(),
+                        parallel.ld, &threads, epilogue);
+    EXPECT_EQ(serial.data, parallel.data) << m << " rows";
+    Matrix plain(m, n, 0, rng);
+    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), plain.data.data(),
+                        plain.ld, nullptr);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const double expected =
+            std::max(double(plain.at(i, j)) + bias.at(0, j), 0.0) * gate.at(i, j) +
+            residual.at(i, j);
+        ASSERT_NEAR(serial.at(i, j), expected, 1e-5)
+            << m << " rows, at [" << i << "," << j << "]";
+      }
+  }
+}
+
+KILN_INSTANTIATE_PER_ISA(Int8GemmTest);
+
 /// kiln_ukernel_linear's parameters for C = A·B, B f32 in layout code
 /// `layout`, without an epilogue.
 kiln_linear_params_t linearParams(int64_t m, int64_t n, int64_t k,
@@ -630,6 +877,37 @@ TEST(KilnUkernelLinearTest, QuantizedWeightThroughTheParameterStruct) {
   }
 }
 
+TEST(KilnUkernelLinearTest, Int8WeightWithQuantizedInputThroughTheParameterStruct) {
+  // weight_dtype KILN_WEIGHT_I8_ROW_QUADS with input_quantization
+  // KILN_INPUT_U8_DYNAMIC_ROWS, a bias, as kiln-quantize-weights lays the
+  // weight out with quantize-inputs: few rows and many.
+  std::mt19937 rng(8);
+  const int64_t n = 70, k = 148;
+  const Int8Matrix b(k, n, 1, rng);
+  const Matrix bias(1, n, 0, rng);
+  for (int64_t m : {2, 40}) {
+    const Matrix a(m, k, 0, rng);
+    Matrix c(m, n, 1, rng), expected(m, n, 1, rng);
+    kiln_linear_params_t params =
+        linearParams(m, n, k, a, b.values.data(), b.ld, /*layout=*/2, c);
+    params.weight_dtype = KILN_WEIGHT_I8_ROW_QUADS;
+    params.input_quantization = KILN_INPUT_U8_DYNAMIC_ROWS;
+    params.scales = b.scales.data();
+    params.column_sums = b.columnSums.data();
+    params.scales_stride = b.scalesLd;
+    params.group_size = k;
+    params.bias = bias.data.data();
+    kiln_ukernel_linear(&params);
+    GemmEpilogue epilogue;
+    epilogue.bias = bias.data.data();
+    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), expected.data.data(),
+                        expected.ld, nullptr, epilogue);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        ASSERT_EQ(c.at(i, j), expected.at(i, j)) << m << " rows at [" << i << "," << j << "]";
+  }
+}
+
 TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
   // Outside a run the trap reports and aborts; inside one it ends the run.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
@@ -658,6 +936,30 @@ TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
   EXPECT_DEATH(linear(2, 0, KILN_WEIGHT_I8, 0), quantizedMisuse);
   EXPECT_DEATH(linear(2, 0, KILN_WEIGHT_I8, 1, &zeroPoint), quantizedMisuse);
   EXPECT_DEATH(linear(2, 0, KILN_WEIGHT_U4, 1), quantizedMisuse);
+
+  // Int8 products with quantized inputs: the pairing of dtype and input
+  // quantization, and the weight's shape.
+  const int32_t columnSum = 0;
+  auto int8Linear = [&](int64_t dtype, int64_t inputQuantization, int64_t k,
+                        int64_t groupSize, const int32_t *columnSums) {
+    kiln_linear_params_t params = linearParams(1, 1, k, a, b.data.data(), 1, 2, c);
+    params.weight_dtype = dtype;
+    params.input_quantization = inputQuantization;
+    params.group_size = groupSize;
+    params.column_sums = columnSums;
+    kiln_ukernel_linear(&params);
+  };
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, 2, 4, 4, &columnSum),
+               "unknown input quantization");
+  const char *pairing = "an input is quantized exactly when the weight is int8 in row quads";
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_F32, 4, 4, &columnSum), pairing);
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_F32, KILN_INPUT_U8_DYNAMIC_ROWS, 4, 4, &columnSum), pairing);
+  const char *shape = "an int8 weight in row quads must be packed in panels";
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_U8_DYNAMIC_ROWS, 6, 6, &columnSum), shape);
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_U8_DYNAMIC_ROWS, 8, 4, &columnSum), shape);
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_U8_DYNAMIC_ROWS, 4, 4, nullptr), shape);
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_U8_DYNAMIC_ROWS,
+                          kMaxInt8Depth + 4, kMaxInt8Depth + 4, &columnSum), shape);
 }
 
 TEST(GemmIsaTest, NamesAndLimits) {

@@ -2,7 +2,7 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
-// [--disable=fusion,...] [--quantize=int8-weight|int4-weight] [--report=FILE.json]
+// [--disable=fusion,...] [--quantize=int8-weight|int4-weight|int8-dynamic] [--report=FILE.json]
 //
 // Each stage that fails says so: reading, parsing, checking, importing, or
 // writing the output. The exit code is non-zero on any failure.
@@ -106,7 +106,7 @@ cl::opt<int64_t> kvBlockSize("kv-block-size",
                              cl::desc("Tokens per block of a paged KV cache"),
                              cl::init(16), cl::cat(kilncCategory));
 
-enum class Quantization { None, Int8Weight, Int4Weight };
+enum class Quantization { None, Int8Weight, Int4Weight, Int8Dynamic };
 cl::opt<Quantization> quantize(
     "quantize", cl::desc("Quantize the weights"), cl::init(Quantization::None),
     cl::values(clEnumValN(Quantization::None, "none", "f32 weights, as exported"),
@@ -116,7 +116,11 @@ cl::opt<Quantization> quantize(
                           "activations stay f32"),
                clEnumValN(Quantization::Int4Weight, "int4-weight",
                           "weight-only 4-bit: as int8-weight, but 4-bit values "
-                          "with a zero point per column and group")),
+                          "with a zero point per column and group"),
+               clEnumValN(Quantization::Int8Dynamic, "int8-dynamic",
+                          "W8A8: int8 weights with a scale per column, and "
+                          "each product's input quantized to uint8 per row at "
+                          "run time, so that the products run in integers")),
     cl::cat(kilncCategory));
 
 cl::opt<int64_t> quantGroupSize(
@@ -223,16 +227,23 @@ int main(int argc, char **argv) {
   if (kvCache == KvCacheKind::Paged)
     compileOptions.optimizations.pagedKvBlockSize = kvBlockSize;
   if (quantize != Quantization::None) {
-    const bool int8 = quantize == Quantization::Int8Weight;
+    const bool dynamic = quantize == Quantization::Int8Dynamic;
+    const std::string mode = dynamic                                   ? "int8-dynamic"
+                             : quantize == Quantization::Int8Weight ? "int8-weight"
+                                                                    : "int4-weight";
     if (!compileOptions.optimizations.packWeights)
       return failStage("reading the options",
-                       std::string("--quantize=") + (int8 ? "int8" : "int4") +
-                           "-weight quantizes packed weights, which "
-                           "--disable=pack-weights turns off");
+                       "--quantize=" + mode + " quantizes packed weights, which "
+                       "--disable=pack-weights turns off");
     if (quantGroupSize < 1)
       return failStage("reading the options", "--quant-group-size must be positive");
+    if (dynamic && quantGroupSize.getNumOccurrences())
+      return failStage("reading the options",
+                       "--quantize=int8-dynamic scales whole columns; "
+                       "--quant-group-size does not apply");
     compileOptions.optimizations.quantizeWeights = true;
-    compileOptions.optimizations.quantizeBits = int8 ? 8 : 4;
+    compileOptions.optimizations.quantizeInputs = dynamic;
+    compileOptions.optimizations.quantizeBits = quantize == Quantization::Int4Weight ? 4 : 8;
     compileOptions.optimizations.quantizeGroupSize = quantGroupSize;
     compileOptions.optimizations.quantizeLmHead = quantizeLmHead;
   } else if (quantizeLmHead || quantGroupSize.getNumOccurrences()) {

@@ -252,8 +252,8 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
       checkPanelRows(rhs, op.panelRowElements(), "weight's");
     // A quantized weight's scales (and zero points), panels of one row per
     // group; the zero points lie as the scales do.
-    Value scales = nullPointer(rewriter, loc), zeroPoints = scales, scalesStride,
-          groupSize;
+    Value scales = nullPointer(rewriter, loc), zeroPoints = scales,
+          columnSums = scales, scalesStride, groupSize;
     if (op.isQuantized()) {
       UkernelBuffer scaleBuffer = readBuffer(rewriter, loc, adaptor.getScales(), true);
       checkPanelRows(scaleBuffer, LinearOp::kPanelWidth, "scales'");
@@ -269,6 +269,16 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
               "the zero points are not laid out as the scales are");
         checkPanelRows(zeroPointBuffer, LinearOp::kPanelWidth, "zero points'");
         zeroPoints = zeroPointBuffer.pointer;
+      }
+      if (op.getQuantizeInput()) {
+        // Read with a contiguous last dim: each panel's 64 sums in a row.
+        UkernelBuffer sums = readBuffer(rewriter, loc, adaptor.getColumnSums(), true);
+        check(rewriter, loc, op,
+              rewriter.create<arith::CmpIOp>(
+                  loc, arith::CmpIPredicate::eq, sums.strides[0],
+                  i64Constant(rewriter, loc, LinearOp::kPanelWidth)),
+              "the column sums' panels are not side by side");
+        columnSums = sums.pointer;
       }
     } else {
       scalesStride = groupSize = i64Constant(rewriter, loc, 0);
@@ -304,9 +314,12 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
     UkernelBuffer out = describeBuffer(rewriter, loc, output);
     int64_t activation =
         op.getActivation() ? static_cast<int64_t>(*op.getActivation()) : 0;
-    kiln_weight_dtype_t weightDtype = !op.isQuantized() ? KILN_WEIGHT_F32
-                                      : op.isUint4()    ? KILN_WEIGHT_U4
-                                                        : KILN_WEIGHT_I8;
+    kiln_weight_dtype_t weightDtype = !op.isQuantized()       ? KILN_WEIGHT_F32
+                                      : op.isUint4()          ? KILN_WEIGHT_U4
+                                      : op.getQuantizeInput() ? KILN_WEIGHT_I8_ROW_QUADS
+                                                              : KILN_WEIGHT_I8;
+    kiln_input_quantization_t inputQuantization =
+        op.getQuantizeInput() ? KILN_INPUT_U8_DYNAMIC_ROWS : KILN_INPUT_F32;
     // The slots of kiln_linear_params_t, in declaration order.
     SmallVector<Value> slots = {
         out.sizes[0],
@@ -320,8 +333,10 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
         i64Constant(rewriter, loc, weightDtype),
         scales,
         zeroPoints,
+        columnSums,
         scalesStride,
         groupSize,
+        i64Constant(rewriter, loc, inputQuantization),
         bias,
         i64Constant(rewriter, loc, activation),
         gate,

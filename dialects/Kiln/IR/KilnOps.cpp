@@ -168,6 +168,28 @@ std::pair<int64_t, int64_t> LinearOp::getWeightSizes() {
   return {weight[0], weight[1]};
 }
 
+LogicalResult LinearOp::verifyQuantizedInput(int64_t weightK) {
+  if (!getQuantizeInput()) {
+    if (getColumnSums())
+      return emitOpError() << "column_sums needs quantize_input";
+    return success();
+  }
+  if (isUint4() || !getColumnSums())
+    return emitOpError() << "quantize_input needs int8 values without zero "
+                            "points, and column_sums";
+  if (ShapedType::isDynamic(weightK) || weightK % kRowQuad != 0 ||
+      weightK > kMaxInt8Depth || static_cast<int64_t>(*getGroupSize()) < weightK)
+    return emitOpError() << "quantize_input needs a static K that is a multiple of "
+                         << kRowQuad << " and at most " << kMaxInt8Depth
+                         << ", and one scale per column (group_size >= K), got K = "
+                         << weightK << " and group_size " << *getGroupSize();
+  SmallVector<int64_t> expectedSums = {shapeOf(getWeight())[0], kPanelWidth};
+  if (failed(verifyCompatibleShape(shapeOf(getColumnSums()), expectedSums)))
+    return emitOpError() << "column_sums must be " << formatShape(expectedSums)
+                         << ", got " << getColumnSums().getType();
+  return success();
+}
+
 LogicalResult LinearOp::verify() {
   ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight());
   if (input.size() < 2 || weight.size() != (getPacked() ? 3 : 2))
@@ -222,8 +244,12 @@ LogicalResult LinearOp::verify() {
         zeroPoints && failed(verifyCompatibleShape(shapeOf(zeroPoints), scalesShape)))
       return emitOpError() << "zero points " << zeroPoints.getType()
                            << " must have the scales' shape " << formatShape(scalesShape);
+    if (failed(verifyQuantizedInput(weightK)))
+      return failure();
   } else if (getZeroPoints()) {
     return emitOpError() << "zero_points needs scales";
+  } else if (getColumnSums() || getQuantizeInput()) {
+    return emitOpError() << "quantize_input and column_sums need scales";
   } else if (getGroupSize()) {
     return emitOpError() << "group_size needs scales";
   } else if (weightElement != elementType) {

@@ -252,19 +252,39 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
         : (tensor<?x256xf32>, tensor<3x256x32xui8>, tensor<3x2x64xf32>, tensor<3x2x64xui8>)
         -> tensor<?x172xf32>
     ```
+
+    With `quantize_input` the input is quantized too (W8A8): at run time,
+    each row of it to uint8 with its own scale s and zero point z (its
+    range, widened to include 0, in 255 steps), and the product is summed
+    in integers. The weight is then int8 with one scale per column
+    (`group_size` = K, scales [ceil(N/64), 1, 64]), K a multiple of 4 and at
+    most 65536, its panel rows in quads: row 4q + i of column c at byte
+    (q · 64 + c) · 4 + i of its panel, the operand of the CPU's dot
+    products of 4 bytes. `column_sums` ([ceil(N/64), 64] i32) holds each
+    column's sum of values, which the zero points multiply: row i of the
+    result is s · (q_i · W − z · column_sums) · scale.
+
+    ```mlir
+    %y = kiln.linear %x, %wq scales %s column_sums %cs {packed, group_size = 256 : i64, quantize_input}
+        : (tensor<?x256xf32>, tensor<3x256x64xi8>, tensor<3x1x64xf32>, tensor<3x64xi32>)
+        -> tensor<?x172xf32>
+    ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
                    AnyTypeOf<[Kiln_FloatTensor, TensorOf<[I8]>, TensorOf<[UI8]>]>:$weight,
                    Optional<Kiln_FloatTensor>:$scales,
                    Optional<TensorOf<[UI8]>>:$zero_points,
+                   Optional<TensorOf<[I32]>>:$column_sums,
                    Optional<Kiln_FloatTensor>:$bias,
                    OptionalAttr<Kiln_Activation>:$activation,
                    Optional<Kiln_FloatTensor>:$gate,
                    Optional<Kiln_FloatTensor>:$residual, UnitAttr:$transpose_b,
-                   UnitAttr:$packed, OptionalAttr<I64Attr>:$group_size);
+                   UnitAttr:$packed, OptionalAttr<I64Attr>:$group_size,
+                   UnitAttr:$quantize_input);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`scales` $scales^)? (`zero_points` $zero_points^)?
+    (`column_sums` $column_sums^)?
     (`bias` $bias^)? (`activation` $activation^)?
     (`gate` $gate^)? (`residual` $residual^)? attr-dict `:`
     functional-type(operands, results)
@@ -283,8 +303,17 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
     std::pair<int64_t, int64_t> getWeightSizes();
     /// Whether the weight is quantized values with scales by group.
     bool isQuantized() { return getScales() != nullptr; }
+    /// The quantize_input form's checks, for a weight with scales and
+    /// contraction size `weightK`.
+    ::mlir::LogicalResult verifyQuantizedInput(int64_t weightK);
     /// Whether the weight is 4-bit values in pairs, with zero points.
     bool isUint4() { return getZeroPoints() != nullptr; }
+    /// The deepest product whose input may be quantized: its integer sums
+    /// stay below 2^31. The runtime's kiln::rt::kMaxInt8Depth: keep the
+    /// two in step.
+    static constexpr int64_t kMaxInt8Depth = 65536;
+    /// Rows of a column per 4 bytes of a weight whose input is quantized.
+    static constexpr int64_t kRowQuad = 4;
     /// Bytes (elements) per row of a packed weight's panel.
     int64_t panelRowElements() { return isUint4() ? kPanelWidth / 2 : kPanelWidth; }
   }];

@@ -62,7 +62,19 @@ typedef enum kiln_weight_dtype_e {
   KILN_WEIGHT_F32 = 1,
   KILN_WEIGHT_I8 = 7,
   KILN_WEIGHT_U4 = 64,
+  KILN_WEIGHT_I8_ROW_QUADS = 65,
 } kiln_weight_dtype_t;
+
+/* How kiln_linear_params_t's INPUT_QUANTIZATION treats A. F32: A is
+ * multiplied as it is. U8_DYNAMIC_ROWS: each row of A is quantized at run
+ * time to uint8 with its own scale s and zero point z (its range, widened
+ * to include 0, cut into 255 steps), and the product is computed in
+ * integers: row i of OUT is s_i · (A_q · W_q − z_i · COLUMN_SUMS) · scale,
+ * for W a KILN_WEIGHT_I8_ROW_QUADS weight. */
+typedef enum kiln_input_quantization_e {
+  KILN_INPUT_F32 = 0,
+  KILN_INPUT_U8_DYNAMIC_ROWS = 1,
+} kiln_input_quantization_t;
 
 /* kiln.linear: OUT = activation(A · W + BIAS) · GATE + RESIDUAL for A
  * [m, k] and OUT [m, n], rows lda and ldc floats apart. W is k×n as
@@ -78,7 +90,13 @@ typedef enum kiln_weight_dtype_e {
  * its int8 value times its scale; ZERO_POINTS is NULL. KILN_WEIGHT_U4:
  * (value − zero point) · scale, 4-bit unsigned values and zero points, a
  * panel row of 64 columns in 32 bytes with column c in the low 4 bits of
- * byte c and column c + 32 in its high 4 bits. BIAS (n floats), GATE (m×n,
+ * byte c and column c + 32 in its high 4 bits. KILN_WEIGHT_I8_ROW_QUADS:
+ * int8 values times a scale per column (GROUP_SIZE >= k), each panel's k
+ * rows in quads, row 4q + i of column c at byte 256q + 4c + i (k a
+ * multiple of 4), the layout of the VNNI dot product of 4 bytes;
+ * COLUMN_SUMS holds each column's sum of values (int32, 64 per panel, the
+ * panels side by side), and INPUT_QUANTIZATION is U8_DYNAMIC_ROWS (a
+ * kiln_input_quantization_t; F32 for every other weight). BIAS (n floats), GATE (m×n,
  * ldg) and RESIDUAL (m×n, ldr) may be NULL; ACTIVATION is the kiln
  * dialect's Activation value (0 for none). */
 typedef struct kiln_linear_params_s {
@@ -89,7 +107,8 @@ typedef struct kiln_linear_params_s {
   int64_t weight_stride, weight_layout, weight_dtype;
   const float *scales;
   const uint8_t *zero_points;
-  int64_t scales_stride, group_size;
+  const int32_t *column_sums;
+  int64_t scales_stride, group_size, input_quantization;
   const float *bias;
   int64_t activation;
   const float *gate;
@@ -100,7 +119,7 @@ typedef struct kiln_linear_params_s {
   int64_t ldc;
 } kiln_linear_params_t;
 
-#define KILN_LINEAR_SLOTS 21
+#define KILN_LINEAR_SLOTS 23
 
 #ifdef __cplusplus
 } /* extern "C" */

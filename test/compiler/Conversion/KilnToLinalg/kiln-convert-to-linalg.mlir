@@ -2102,9 +2102,9 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // flattened, every operand is read with a contiguous last dim
 // (bufferization copies one that is not), the gate's and residual's dims are
 // checked against the result's at run time, the parameter struct
-// (kiln_linear_params_t, 20 slots on the stack) holds the layout (0, [K, N]),
+// (kiln_linear_params_t, 23 slots on the stack) holds the layout (0, [K, N]),
 // the weight's dtype (1, KILN_DTYPE_F32) and the activation as its enum
-// value (gelu_tanh = 3) in slots 7, 8 and 13, and the fresh [rows, N] result
+// value (gelu_tanh = 3) in slots 7, 8 and 16, and the fresh [rows, N] result
 // is reshaped back.
 
 // CHECK-LABEL: func.func @linear_epilogue
@@ -2126,10 +2126,10 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // CHECK: %[[NOTRANSPOSE:.+]] = arith.constant 0 : i64
 // CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[GELUTANH:.+]] = arith.constant 3 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
 // CHECK: memref.store %[[NOTRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[P:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32>
 // CHECK: %[[Y:.+]] = tensor.reshape %[[P]]
@@ -2142,8 +2142,9 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // -----
 
 // Tests that an absent bias, gate and residual are null pointers (the gate
-// and residual with stride 0), that an f32 weight has no scales and no
-// zero points (null pointers, stride 0 and group size 0), and that a weight stored [N, K]
+// and residual with stride 0), that an f32 weight has no scales, zero
+// points or column sums (null pointers, stride 0 and group size 0) and an
+// f32 input (input quantization 0), and that a weight stored [N, K]
 // passes layout 1.
 
 // CHECK-LABEL: func.func @linear_bare
@@ -2157,25 +2158,29 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // CHECK: %[[OUT:.+]] = memref.alloc() : memref<8x32xf32>
 // CHECK: %[[TRANSPOSE:.+]] = arith.constant 1 : i64
 // CHECK: %[[F32:.+]] = arith.constant 1 : i64
+// CHECK: %[[F32INPUT:.+]] = arith.constant 0 : i64
 // CHECK: %[[RELU:.+]] = arith.constant 1 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
 // CHECK: memref.store %[[TRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[NOSCALESINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
 // CHECK: memref.store %[[NOSCALESINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
 // CHECK: %[[NOZEROPOINTSINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
 // CHECK: memref.store %[[NOZEROPOINTSINT]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: %[[NOSUMSINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
+// CHECK: memref.store %[[NOSUMSINT]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[F32INPUT]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
 // CHECK: %[[NOBIASINT:.+]] = llvm.ptrtoint %[[NOBIAS]]
-// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
 // CHECK: %[[NOGATEINT:.+]] = llvm.ptrtoint %[[NOGATE]]
-// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c18{{(_[0-9]+)?}}]
 // CHECK: %[[NORESIDUALINT:.+]] = llvm.ptrtoint %[[NORESIDUAL]]
-// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c18{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c19{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c20{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK-NOT: tensor.reshape
 func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x32xf32> {
@@ -2201,7 +2206,7 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 // CHECK: cf.assert %[[ROWSOK]], "kiln.linear: the packed weight's rows are not 64 elements apart"
 // CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?x100xf32>
 // CHECK: %[[PANELS:.+]] = arith.constant 2 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
 // CHECK: memref.store %[[PANEL]], %[[PARAMS]][%c6{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[PANELS]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
@@ -2214,7 +2219,7 @@ func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tenso
 
 // Tests that an int8 weight passes dtype 7 (KILN_WEIGHT_I8) in slot 8, and
 // its scales' pointer in slot 9, their panel stride and group size in
-// slots 11 and 12, the scales' rows checked to be 64 elements apart at run
+// slots 12 and 13, the scales' rows checked to be 64 elements apart at run
 // time as the weight's are.
 
 // CHECK-LABEL: func.func @linear_int8
@@ -2228,12 +2233,12 @@ func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tenso
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
 // CHECK: %[[GROUP:.+]] = arith.constant 128 : i64
 // CHECK: %[[I8:.+]] = arith.constant 7 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
 // CHECK: memref.store %[[I8]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[SINT:.+]] = llvm.ptrtoint %[[SPTR]]
 // CHECK: memref.store %[[SINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[SPANEL]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[GROUP]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[SPANEL]], %[[PARAMS]][%c12{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GROUP]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x3x64xf32>) -> tensor<?x100xf32> {
   %y = kiln.linear %x, %w scales %s {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x3x64xf32>) -> tensor<?x100xf32>
@@ -2256,13 +2261,40 @@ func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tenso
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the zero points are not laid out as the scales are"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed zero points' rows are not 64 elements apart"
 // CHECK: %[[U4:.+]] = arith.constant 64 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<21xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
 // CHECK: memref.store %[[U4]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[ZINT:.+]] = llvm.ptrtoint %[[ZPTR]]
 // CHECK: memref.store %[[ZINT]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_uint4(%x: tensor<?x300xf32>, %w: tensor<2x300x32xui8>, %s: tensor<2x3x64xf32>, %z: tensor<2x3x64xui8>) -> tensor<?x100xf32> {
   %y = kiln.linear %x, %w scales %s zero_points %z {packed, group_size = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x32xui8>, tensor<2x3x64xf32>, tensor<2x3x64xui8>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
+// Tests that a weight whose input is quantized passes dtype 65
+// (KILN_WEIGHT_I8_ROW_QUADS) in slot 8, its column sums' pointer in slot
+// 11 (checked to be 64 a panel, the panels side by side) and input
+// quantization 1 (KILN_INPUT_U8_DYNAMIC_ROWS) in slot 14.
+
+// CHECK-LABEL: func.func @linear_quantize_input
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x300xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x300x64xi8>, %[[S:[a-zA-Z0-9_]+]]: tensor<2x1x64xf32>, %[[C:[a-zA-Z0-9_]+]]: tensor<2x64xi32>)
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed weight's rows are not 64 elements apart"
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
+// CHECK: %[[CBUF:.+]] = bufferization.to_memref %[[C]] read_only {kiln.read_by = {{.*}}} : memref<2x64xi32, strided<[?, 1], offset: ?>>
+// CHECK: %[[CPTR:.+]] = llvm.inttoptr
+// CHECK: cf.assert %{{.+}}, "kiln.linear: the column sums' panels are not side by side"
+// CHECK: %[[QUADS:.+]] = arith.constant 65 : i64
+// CHECK: %[[DYNAMIC:.+]] = arith.constant 1 : i64
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: memref.store %[[QUADS]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
+// CHECK: %[[CINT:.+]] = llvm.ptrtoint %[[CPTR]]
+// CHECK: memref.store %[[CINT]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[DYNAMIC]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+func.func @linear_quantize_input(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x1x64xf32>, %c: tensor<2x64xi32>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 300 : i64, quantize_input} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x100xf32>
   return %y : tensor<?x100xf32>
 }
 
@@ -2329,17 +2361,17 @@ func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %
 
 // Tests that each activation reaches the kernel as its Activation value,
 // which the runtime reads as its GemmActivation: relu 1, gelu 2,
-// gelu_tanh 3, silu 4, in slot 14 (an arith.constant, which the printer
+// gelu_tanh 3, silu 4, in slot 16 (an arith.constant, which the printer
 // names after its value).
 
 // CHECK-LABEL: func.func @linear_activation_codes
-// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
     -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {

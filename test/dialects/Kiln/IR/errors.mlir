@@ -1137,6 +1137,62 @@ func.func @linear_zero_points_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8
 
 // -----
 
+// Tests that a quantized input needs the column sums its zero points
+// multiply.
+func.func @linear_quantize_input_without_sums(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op quantize_input needs int8 values without zero points, and column_sums}}
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 8 : i64, quantize_input} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that column sums mean nothing unless the input is quantized.
+func.func @linear_sums_without_quantize_input(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op column_sums needs quantize_input}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 8 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a quantized input needs K in whole quads of rows.
+func.func @linear_quantize_input_odd_depth(%x: tensor<4x6xf32>, %w: tensor<1x6x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op quantize_input needs a static K that is a multiple of 4 and at most 65536, and one scale per column (group_size >= K), got K = 6 and group_size 6}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 6 : i64, quantize_input} : (tensor<4x6xf32>, tensor<1x6x64xi8>, tensor<1x1x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a quantized input needs one scale per column: its products
+// are summed in integers over all of K.
+func.func @linear_quantize_input_groups(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x2x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op quantize_input needs a static K that is a multiple of 4 and at most 65536, and one scale per column (group_size >= K), got K = 8 and group_size 4}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 4 : i64, quantize_input} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x2x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that the column sums are one per column of each panel.
+func.func @linear_column_sums_shape(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<2x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op column_sums must be [1, 64], got 'tensor<2x64xi32>'}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 8 : i64, quantize_input} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>, tensor<2x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that quantize_input needs a quantized weight.
+func.func @linear_quantize_input_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op quantize_input and column_sums need scales}}
+  %y = kiln.linear %x, %w {packed, quantize_input} : (tensor<4x8xf32>, tensor<1x8x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
 // Tests that a group size means nothing without scales.
 func.func @linear_group_without_scales(%x: tensor<4x8xf32>, %w: tensor<1x8x64xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{'kiln.linear' op group_size needs scales}}

@@ -570,6 +570,18 @@ func.func @linear_uint4(%x: tensor<?x300xf32>, %w: tensor<2x300x32xui8>, %s: ten
 
 // -----
 
+// Tests that linear round-trips with a quantized input: int8 values in row
+// quads, a scale per column and the column sums.
+
+// CHECK-LABEL: func.func @linear_quantize_input
+// CHECK: kiln.linear %{{.+}}, %{{.+}} scales %{{.+}} column_sums %{{.+}} bias %{{.+}} {group_size = 300 : i64, packed, quantize_input} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>, tensor<100xf32>) -> tensor<?x100xf32>
+func.func @linear_quantize_input(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x1x64xf32>, %c: tensor<2x64xi32>, %b: tensor<100xf32>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s column_sums %c bias %b {packed, group_size = 300 : i64, quantize_input} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>, tensor<100xf32>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
 // Tests that rotary round-trips with cos and sin broadcast over the heads.
 
 // CHECK-LABEL: func.func @rotary
