@@ -8,7 +8,7 @@ runs Llama at realistic sizes (models/export.py's llama_medium, 155M
 parameters, and llama_large, Llama-3.2-1B's shape; made at run time) for a
 prefill of 512 tokens and decode steps at batch 1, 8 and 32 after 512, and
 holds each step against the machine's ceilings measured in the same run
-(bench/roofline.cpp: read bandwidth and fp32 FMA peak): the bytes the step
+(bench/roofline.cpp: read bandwidth, fp32 FMA and int8 dot-product peaks): the bytes the step
 must move and the FLOPs it must do, and the fraction of the binding ceiling
 kiln and ONNX Runtime reach. The tiny and hf suites run five builds: every optimization, `--disable=fusion`,
 `--disable=fuse-gemm-epilogues`, `--disable=pack-weights` and
@@ -277,6 +277,33 @@ def weight_bytes(variant):
     return 4
 
 
+def product_weights(architecture):
+    """The weight elements of one layer's projections (Q, K, V, O and the
+    gated MLP's three) and of the LM head."""
+    a = architecture
+    hidden, head_dim = a["hidden_size"], a["head_dim"]
+    projections = (hidden * a["num_heads"] * head_dim + 2 * hidden * a["num_kv_heads"] * head_dim
+                   + a["num_heads"] * head_dim * hidden + 3 * hidden * a["intermediate_size"])
+    return projections, hidden * a["vocab_size"]
+
+
+def quantizes_lm_head(architecture, variant):
+    """Whether the build quantizes the LM head (a tied one stays f32)."""
+    return ((variant.endswith("_head") or variant == NBITS)
+            and not architecture["tied_embeddings"])
+
+
+def int8_flops(architecture, batch, sequence, variant):
+    """The part of step_cost's FLOPs that a W8A8 build runs as int8 dot
+    products: the projections', and the LM head's where it is quantized;
+    0 for the other builds."""
+    if not variant.startswith("w8a8"):
+        return 0
+    projections, lm_head = product_weights(architecture)
+    return 2 * batch * sequence * (architecture["num_layers"] * projections
+                                   + (lm_head if quantizes_lm_head(architecture, variant) else 0))
+
+
 def step_cost(architecture, batch, sequence, past, variant="fused"):
     """What one step of a Llama decoder must move (bytes) and do (FLOPs):
     every weight read once (the embedding only at the rows it gathers,
@@ -290,11 +317,8 @@ def step_cost(architecture, batch, sequence, past, variant="fused"):
     a = architecture
     hidden, layers, head_dim = a["hidden_size"], a["num_layers"], a["head_dim"]
     heads, kv_heads, vocab = a["num_heads"], a["num_kv_heads"], a["vocab_size"]
-    projections = (hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
-                   + heads * head_dim * hidden + 3 * hidden * a["intermediate_size"])
-    lm_head = hidden * vocab
-    lm_head_quantized = ((variant.endswith("_head") or variant == NBITS)
-                         and not a["tied_embeddings"])
+    projections, lm_head = product_weights(a)
+    lm_head_quantized = quantizes_lm_head(a, variant)
     norms = (2 * layers + 1) * hidden
     tokens = batch * sequence
     embedding_rows = 0 if a["tied_embeddings"] else tokens * hidden
@@ -347,10 +371,16 @@ def roofline_table(args, cases, runs, rounds):
     measure_ceilings()
     bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
     peak = max(c["fma_gflop_per_s"] for c in ceilings) * 1e9
+    # W8A8's products run against the int8 dot-product peak (VNNI); without
+    # it they are held against the fp32 one.
+    int8_peaks = [c["int8_gop_per_s"] for c in ceilings if c.get("int8_gop_per_s")]
+    int8_peak = max(int8_peaks) * 1e9 if int8_peaks else peak
     print(f"ceilings ({ceilings[0]['isa']}, {args.threads} threads, the highest of "
           f"{len(ceilings)} measurements): read {bandwidth / 1e9:.1f} GB/s "
           f"(lowest {min(c['read_gb_per_s'] for c in ceilings):.1f}), fp32 FMA "
-          f"{peak / 1e9:.1f} GFLOP/s (lowest {min(c['fma_gflop_per_s'] for c in ceilings):.1f})")
+          f"{peak / 1e9:.1f} GFLOP/s (lowest {min(c['fma_gflop_per_s'] for c in ceilings):.1f})"
+          + (f", int8 dot products {int8_peak / 1e9:.1f} GOP/s (lowest {min(int8_peaks):.1f})"
+             if int8_peaks else ", no int8 dot products (VNNI)"))
     print(header)
     print("-" * len(header))
     results = []
@@ -362,7 +392,9 @@ def roofline_table(args, cases, runs, rounds):
         for variant in variants:
             ort = best.get(f"ort_{variant}", best["ort"])
             moved, flops = step_cost(architecture, batch, sequence, past, variant)
-            memory_ms, compute_ms = 1e3 * moved / bandwidth, 1e3 * flops / peak
+            integer = int8_flops(architecture, batch, sequence, variant)
+            memory_ms = 1e3 * moved / bandwidth
+            compute_ms = 1e3 * (integer / int8_peak + (flops - integer) / peak)
             floor_ms = max(memory_ms, compute_ms)
             bound = "mem" if memory_ms >= compute_ms else "fma"
             kiln, errors = best[variant], best["errors"][variant]
@@ -392,7 +424,8 @@ def roofline_table(args, cases, runs, rounds):
           f"{QUANT_GROUP_SIZE}, which ORT runs too: its ORT columns are ORT on that model); "
           "MB/step and "
           "GFLOP = what the build's step must move and do "
-          "(bench/run.py step_cost); floor = the slower of the two at the ceilings; kiln % and "
+          "(bench/run.py step_cost); floor = the slower of the two at the ceilings (W8A8's "
+          "products at the int8 dot-product peak); kiln % and "
           "ORT % = floor / time, the fraction of the binding ceiling reached (ORT's against "
           "the build's floor; over 100%: the step beat the STREAM-like read, e.g. with weights "
           "still in the last-level cache); x f32 = the f32 build's time over this build's; "
