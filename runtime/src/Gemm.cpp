@@ -418,17 +418,8 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   // on one thread.
   const double streamedBytes =
       static_cast<double>(g.k) * n * (g.quantized ? sizeof(int8_t) : sizeof(float));
-  const int64_t threads = std::min<int64_t>(
-      std::max(threadsWorthUsing(pool, static_cast<double>(m) * n * g.k),
-               threadsWorthStreaming(pool, streamedBytes)),
-      strips);
-  if (threads <= 1) {
-    run(0, strips);
-    return;
-  }
-  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
-    run(begin * strips / threads, end * strips / threads);
-  });
+  detail::splitStripsOverThreads(pool, strips, static_cast<double>(m) * n * g.k,
+                                 streamedBytes, run);
 }
 
 /// [0, length) cut into `parts` ranges of whole `unit`-long strips (the last
@@ -498,6 +489,22 @@ constexpr double kMinMultiplyAddsPerThread = 2048 * 1024;
 constexpr double kMinStreamedBytesPerThread = 512 * 1024;
 
 } // namespace
+
+void detail::splitStripsOverThreads(ThreadPool *pool, int64_t strips,
+                                    double multiplyAdds, double streamedBytes,
+                                    const std::function<void(int64_t, int64_t)> &run) {
+  const int64_t threads = std::min<int64_t>(
+      std::max(threadsWorthUsing(pool, multiplyAdds),
+               threadsWorthStreaming(pool, streamedBytes)),
+      strips);
+  if (threads <= 1) {
+    run(0, strips);
+    return;
+  }
+  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
+    run(begin * strips / threads, end * strips / threads);
+  });
+}
 
 int threadsWorthStreaming(ThreadPool *pool, double streamedBytes) {
   if (!pool)

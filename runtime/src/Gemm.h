@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 
 namespace kiln::rt {
 
@@ -293,6 +294,16 @@ struct GemmMicrokernel {
   void (*dequantize)(const QuantizedStrip &b, int64_t depth, int64_t cols,
                      float *out);
 };
+
+/// Runs `run(first, last)` over strips [0, strips) of a product that does
+/// `multiplyAdds` f32 multiply-adds (or as much work) and streams
+/// `streamedBytes` from memory: on the calling thread, or cut into
+/// contiguous ranges over as many of `pool`'s threads as either count
+/// makes worth waking (a decode step's products are few multiply-adds on
+/// many bytes).
+void splitStripsOverThreads(ThreadPool *pool, int64_t strips, double multiplyAdds,
+                            double streamedBytes,
+                            const std::function<void(int64_t, int64_t)> &run);
 
 /// runDirect's most rows per call.
 constexpr int64_t kDirectRows = 4;

@@ -477,18 +477,9 @@ void gemmInt8DynamicRows(int64_t m, int64_t n, int64_t k, const float *a,
       }
     }
   };
-  const int64_t threads = std::min<int64_t>(
-      std::max(threadsWorthUsing(pool, static_cast<double>(m) * n * k /
-                                           kInt8MultiplyAddsPerF32),
-               threadsWorthStreaming(pool, static_cast<double>(n) * k)),
-      strips);
-  if (threads <= 1) {
-    run(0, strips);
-    return;
-  }
-  pool->parallelFor(threads, [&](int64_t begin, int64_t end) {
-    run(begin * strips / threads, end * strips / threads);
-  });
+  detail::splitStripsOverThreads(
+      pool, strips, static_cast<double>(m) * n * k / kInt8MultiplyAddsPerF32,
+      static_cast<double>(n) * k, run);
 }
 
 } // namespace kiln::rt
