@@ -16,6 +16,10 @@
   step_cost, for the models export.py makes) at the read bandwidth and FMA
   peak kiln-roofline measures before and after (the highest stands).
 
+--quantize MODE (and --quantize-lm-head) builds both artifacts quantized, as
+kilnc does with those options, and holds the decode step against that
+build's floor (bench/run.py's variants: int8, int4, w8a8, "_head").
+
 Requests: --num-prompts random prompts of --input-len tokens and outputs of
 --output-len tokens (uniform, seed 0), written to WORK/requests.json so that
 every contender runs the same ones. The KV pool holds --kv-seqs sequences
@@ -40,6 +44,10 @@ import run  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build", "bin")
 
+
+# kilnc's --quantize modes and the names bench/run.py's step_cost knows
+# their builds by.
+QUANTIZED_VARIANTS = {"int8-weight": "int8", "int4-weight": "int4", "int8-dynamic": "w8a8"}
 
 def kv_bytes_per_token(model_path):
     """Every layer's key and value rows of one token, f32."""
@@ -79,9 +87,19 @@ def main():
     parser.add_argument("--throughput", default=os.path.join(BUILD, "kiln-bench-throughput"))
     parser.add_argument("--roofline", default=os.path.join(BUILD, "kiln-roofline"))
     parser.add_argument("--work-dir", default=os.path.join(ROOT, "build", "bench_engine"))
+    parser.add_argument("--quantize", choices=sorted(QUANTIZED_VARIANTS),
+                        help="build both artifacts quantized (kilnc --quantize)")
+    parser.add_argument("--quantize-lm-head", action="store_true",
+                        help="with --quantize, quantize the LM head too")
     parser.add_argument("--smoke", action="store_true",
                         help="a few short requests: the benchmark runs, no figures")
     args = parser.parse_args()
+    if args.quantize_lm_head and not args.quantize:
+        parser.error("--quantize-lm-head needs --quantize")
+    quantization = ([f"--quantize={args.quantize}"] if args.quantize else []) + (
+        ["--quantize-lm-head"] if args.quantize_lm_head else [])
+    variant = (QUANTIZED_VARIANTS[args.quantize] + ("_head" if args.quantize_lm_head else "")
+               if args.quantize else "fused")
     if args.smoke:
         args.num_prompts, args.input_len, args.output_len = 6, "4:24", "2:12"
     os.makedirs(args.work_dir, exist_ok=True)
@@ -92,8 +110,9 @@ def main():
     max_len = 1024
     bounds = ["--dim=batch=1:32", "--dim=sequence=1:512", f"--dim=total_sequence=1:{max_len}"]
     harness.run_command([args.kilnc, model_path, "-o", artifact, *bounds,
-                         f"--dim=past_sequence=0:{max_len - 1}"])
-    harness.run_command([args.kilnc, model_path, "-o", paged, "--kv-cache=paged", *bounds])
+                         f"--dim=past_sequence=0:{max_len - 1}", *quantization])
+    harness.run_command([args.kilnc, model_path, "-o", paged, "--kv-cache=paged", *bounds,
+                         *quantization])
 
     rng = np.random.default_rng(0)
     vocab = vocab_size(model_path)
@@ -111,7 +130,8 @@ def main():
 
     ceilings = [json.loads(harness.run_command(
         [args.roofline, "--threads", str(args.threads)]).strip().splitlines()[-1])]
-    results = {"model": args.model, "threads": args.threads, "num_prompts": args.num_prompts,
+    results = {"model": args.model, "build": variant, "threads": args.threads,
+               "num_prompts": args.num_prompts,
                "input_len": args.input_len, "output_len": args.output_len,
                "kv_cache_bytes": kv_bytes, "longest": longest}
     for name, build, batching in (("continuous", paged, "continuous"),
@@ -156,18 +176,24 @@ def main():
     architecture_path = os.path.join(args.work_dir, args.model + ".json")
     if os.path.exists(architecture_path):  # the architectures export.py wrote
         with open(architecture_path) as f:
-            moved, flops = run.step_cost(json.load(f), 32, 1, past)
+            architecture = json.load(f)
+        moved, flops = run.step_cost(architecture, 32, 1, past, variant)
+        integer = run.int8_flops(architecture, 32, 1, variant)
         bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
         peak = max(c["fma_gflop_per_s"] for c in ceilings) * 1e9
+        # W8A8's products against the int8 dot-product peak, where measured.
+        int8_peak = max([c["int8_gop_per_s"] * 1e9 for c in ceilings
+                         if c.get("int8_gop_per_s")] or [peak])
         results["decode_step"].update(
             {"mb_per_step": moved / 1e6, "gflop": flops / 1e9,
              "read_gb_per_s": bandwidth / 1e9, "fma_gflop_per_s": peak / 1e9,
-             "floor_ms": 1e3 * max(moved / bandwidth, flops / peak)})
+             "floor_ms": 1e3 * max(moved / bandwidth,
+                                   integer / int8_peak + (flops - integer) / peak)})
 
     with open(os.path.join(args.work_dir, "engine.json"), "w") as f:
         json.dump(results, f, indent=1)
     c, s, cd = results["continuous"], results["static"], results["continuous_dense"]
-    print(f"{args.model}, {args.num_prompts} requests, prompts {args.input_len}, outputs "
+    print(f"{args.model} ({variant} build), {args.num_prompts} requests, prompts {args.input_len}, outputs "
           f"{args.output_len}, KV pool {kv_bytes / 2**20:.1f} MiB ({args.kv_seqs} x {longest} "
           f"tokens), {args.threads} threads")
     print("| contender | s | requests/s | output tokens/s | peak concurrent | preemptions | KV waste |")
