@@ -65,8 +65,6 @@ constexpr int64_t kInPlaceRows = 4;
 
 constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
-int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-
 template <int W>
 KILN_ALWAYS_INLINE float sumLanes(const typename Vec<W>::F &v) {
   float sum = v[0];

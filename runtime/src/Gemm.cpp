@@ -165,8 +165,6 @@ const detail::GemmMicrokernel &microkernelFor(GemmIsa isa) {
 // Packing
 //===----------------------------------------------------------------------===//
 
-int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-
 /// A per-thread scratch buffer, cache-line aligned, that only grows.
 class PackBuffer {
 public:
@@ -607,11 +605,6 @@ void runGemm(GemmIsa isa, const GemmOperands &g, int64_t m, int64_t n,
   });
 }
 
-detail::EpilogueRunner epilogueRunner(GemmIsa isa, const GemmEpilogue &epilogue) {
-  return epilogue.empty() ? nullptr
-                          : detail::epilogueRunnerFor(isa, epilogue.activation);
-}
-
 } // namespace
 
 void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
@@ -621,7 +614,7 @@ void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
   const GemmIsa isa = activeGemmIsa();
   runGemm(isa,
           {k, a, lda, b, ldb, bLayout, nullptr, c, ldc, accumulate, epilogue,
-           epilogueRunner(isa, epilogue)},
+           detail::epilogueRunnerFor(isa, epilogue)},
           m, n, pool);
 }
 
@@ -632,7 +625,7 @@ void sgemmQuantizedWeight(int64_t m, int64_t n, int64_t k, const float *a,
   const GemmIsa isa = activeGemmIsa();
   runGemm(isa,
           {k, a, lda, nullptr, 0, GemmLayout::Panels, &b, c, ldc,
-           /*accumulate=*/false, epilogue, epilogueRunner(isa, epilogue)},
+           /*accumulate=*/false, epilogue, detail::epilogueRunnerFor(isa, epilogue)},
           m, n, pool);
 }
 

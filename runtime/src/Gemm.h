@@ -19,6 +19,9 @@ namespace kiln::rt {
 
 class ThreadPool;
 
+/// x / y rounded up, for x >= 0 and y > 0: how many blocks of y cover x.
+constexpr int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
 /// Ordered: every ISA can run on a CPU that supports a later one.
 enum class GemmIsa { Generic, Avx2, Avx512 };
 
@@ -318,8 +321,9 @@ constexpr int64_t kStreamedRows = 32;
 using EpilogueRunner = void (*)(const GemmEpilogue &epilogue, float *c,
                                 int64_t ldc, int64_t row, int64_t rows,
                                 int64_t col, int64_t cols);
-/// The runner of epilogues with `activation` on `isa` (GemmEpilogue.cpp).
-EpilogueRunner epilogueRunnerFor(GemmIsa isa, GemmActivation activation);
+/// The runner of `epilogue` on `isa` (GemmEpilogue.cpp), or null when it is
+/// empty: the product's sums are then C as they are.
+EpilogueRunner epilogueRunnerFor(GemmIsa isa, const GemmEpilogue &epilogue);
 
 #if defined(__x86_64__)
 extern const GemmMicrokernel avx2Microkernel;

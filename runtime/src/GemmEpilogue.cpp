@@ -116,8 +116,10 @@ template <GemmActivation A> EpilogueRunner runnerFor(GemmIsa isa) {
 
 } // namespace
 
-EpilogueRunner epilogueRunnerFor(GemmIsa isa, GemmActivation activation) {
-  switch (activation) {
+EpilogueRunner epilogueRunnerFor(GemmIsa isa, const GemmEpilogue &epilogue) {
+  if (epilogue.empty())
+    return nullptr;
+  switch (epilogue.activation) {
   case GemmActivation::Relu:
     return runnerFor<GemmActivation::Relu>(isa);
   case GemmActivation::Gelu:

@@ -15,7 +15,6 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/CpuFeatures.h"
 #include "runtime/src/Gemm.h"
-#include "runtime/src/ThreadPool.h"
 #include "runtime/src/VectorMath.h"
 
 #include <algorithm>
@@ -36,8 +35,6 @@ namespace {
 
 /// Bytes of a quad row of an Int8Weight's panel: 4 rows of W columns.
 constexpr int64_t kQuadRowBytes = kInt8RowQuad * kWeightPanelWidth;
-
-int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 //===----------------------------------------------------------------------===//
 // Quantizing rows of A
@@ -384,9 +381,6 @@ Int8Kernels int8KernelsFor(int64_t m) {
 /// An int8 multiply-add costs a quarter of an f32 one (VNNI does 64 where
 /// an FMA does 16), which is what threadsWorthUsing counts.
 constexpr double kInt8MultiplyAddsPerF32 = 4;
-/// Rows of A quantized per thread at least: quantizing a row of k floats
-/// costs about as much as a few thousand multiply-adds.
-constexpr int64_t kMinQuantizedElementsPerThread = 64 * 1024;
 /// Quantized rows of A a strip of B passes over while they stay in L2.
 constexpr int64_t kRowBlockBytes = 256 * 1024;
 
@@ -428,19 +422,11 @@ void gemmInt8DynamicRows(int64_t m, int64_t n, int64_t k, const float *a,
       kernels.quantizer(a + i * lda, k, rows.values.data() + i * rows.ld,
                         rows.scales[i], rows.zeroPoints[i]);
   };
-  const int64_t quantizers = pool ? std::clamp<int64_t>(m * k / kMinQuantizedElementsPerThread,
-                                                        1, std::min<int64_t>(pool->size(), m))
-                                  : 1;
-  if (quantizers <= 1)
-    quantizeRows(0, m);
-  else
-    pool->parallelFor(quantizers, [&](int64_t begin, int64_t end) {
-      quantizeRows(begin * m / quantizers, end * m / quantizers);
-    });
+  // A pass over A's floats: split by the bytes it streams, a row a strip.
+  detail::splitStripsOverThreads(pool, m, /*multiplyAdds=*/0,
+                                 static_cast<double>(m) * k * sizeof(float), quantizeRows);
 
-  const detail::EpilogueRunner finish =
-      epilogue.empty() ? nullptr
-                       : detail::epilogueRunnerFor(activeGemmIsa(), epilogue.activation);
+  const detail::EpilogueRunner finish = detail::epilogueRunnerFor(activeGemmIsa(), epilogue);
   const int64_t strips = ceilDiv(n, kernel.nr);
   // Rows of A quantized, blocked so that a block stays in L2 while every
   // strip of B passes over it.
