@@ -138,23 +138,28 @@ struct QuantizeWeightsPass
              return feedsResultDirectly(linear.getResult());
            })))
         continue;
+      const int64_t panels = type.getDimSize(0), k = type.getDimSize(1);
+      const int64_t columns = products->front().getType().getShape().back();
+      // The report's entry for the weight: its name and shape, and `more`.
+      auto entry = [&](ArrayRef<NamedAttribute> more) {
+        SmallVector<NamedAttribute> fields = {
+            builder.getNamedAttr("name", builder.getStringAttr(weightName(constant.getLoc()))),
+            builder.getNamedAttr("rows", builder.getI64IntegerAttr(k)),
+            builder.getNamedAttr("columns", builder.getI64IntegerAttr(columns))};
+        fields.append(more.begin(), more.end());
+        return builder.getDictionaryAttr(fields);
+      };
+      if (StringRef refusal = int8InputsRefusal(k); quantizeInputs && !refusal.empty()) {
+        // Left f32 rather than weight-only int8: the mode promised integer
+        // products, and the report says which weights did not get them.
+        keptF32.push_back(
+            entry({builder.getNamedAttr("reason", builder.getStringAttr(refusal))}));
+        continue;
+      }
       std::vector<char> splat;
       std::optional<ArrayRef<float>> weights = floatValues(constant.getValue(), splat);
       if (!weights)
         continue;
-      const int64_t panels = type.getDimSize(0), k = type.getDimSize(1);
-      const int64_t columns = products->front().getType().getShape().back();
-      if (StringRef refusal = int8InputsRefusal(k); quantizeInputs && !refusal.empty()) {
-        // Left f32 rather than weight-only int8: the mode promised integer
-        // products, and the report says which weights did not get them.
-        keptF32.push_back(builder.getDictionaryAttr({
-            builder.getNamedAttr("name", builder.getStringAttr(weightName(constant.getLoc()))),
-            builder.getNamedAttr("rows", builder.getI64IntegerAttr(k)),
-            builder.getNamedAttr("columns", builder.getI64IntegerAttr(columns)),
-            builder.getNamedAttr("reason", builder.getStringAttr(refusal)),
-        }));
-        continue;
-      }
       // Integer products need one scale per column: a group of all K rows.
       const int64_t rowsPerGroup = quantizeInputs ? k : groupSize.getValue();
       const int64_t groups = llvm::divideCeil(k, rowsPerGroup);
@@ -189,10 +194,7 @@ struct QuantizeWeightsPass
                                  });
       };
       ElementsAttr scales = copyOf(scalesType, "_scales", scaleValues.data());
-      report.push_back(builder.getDictionaryAttr({
-          builder.getNamedAttr("name", builder.getStringAttr(weightName(constant.getLoc()))),
-          builder.getNamedAttr("rows", builder.getI64IntegerAttr(k)),
-          builder.getNamedAttr("columns", builder.getI64IntegerAttr(columns)),
+      report.push_back(entry({
           builder.getNamedAttr("products", builder.getI64IntegerAttr(products->size())),
           builder.getNamedAttr("relative_rms_error", builder.getF64FloatAttr(error)),
       }));
