@@ -176,19 +176,13 @@ def main():
     architecture_path = os.path.join(args.work_dir, args.model + ".json")
     if os.path.exists(architecture_path):  # the architectures export.py wrote
         with open(architecture_path) as f:
-            architecture = json.load(f)
-        moved, flops = run.step_cost(architecture, 32, 1, past, variant)
-        integer = run.int8_flops(architecture, 32, 1, variant)
-        bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
-        peak = max(c["fma_gflop_per_s"] for c in ceilings) * 1e9
-        # W8A8's products against the int8 dot-product peak, where measured.
-        int8_peak = max([c["int8_gop_per_s"] * 1e9 for c in ceilings
-                         if c.get("int8_gop_per_s")] or [peak])
+            moved, flops, memory_s, compute_s = run.step_seconds(
+                json.load(f), 32, 1, past, variant, ceilings)
+        bandwidth, peak, _ = run.highest_ceilings(ceilings)
         results["decode_step"].update(
             {"mb_per_step": moved / 1e6, "gflop": flops / 1e9,
              "read_gb_per_s": bandwidth / 1e9, "fma_gflop_per_s": peak / 1e9,
-             "floor_ms": 1e3 * max(moved / bandwidth,
-                                   integer / int8_peak + (flops - integer) / peak)})
+             "floor_ms": 1e3 * max(memory_s, compute_s)})
 
     with open(os.path.join(args.work_dir, "engine.json"), "w") as f:
         json.dump(results, f, indent=1)

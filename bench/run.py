@@ -333,6 +333,27 @@ def step_cost(architecture, batch, sequence, past, variant="fused"):
     return moved, flops
 
 
+def highest_ceilings(ceilings):
+    """kiln-roofline's highest read bandwidth (bytes/s), fp32 FMA peak and
+    int8 dot-product peak (operations/s) over `ceilings`, its measurements:
+    the VM's speed drifts, so the highest stands. Where no measurement has
+    an int8 peak (no VNNI), W8A8's products are held against the FMA one."""
+    bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
+    peak = max(c["fma_gflop_per_s"] for c in ceilings) * 1e9
+    int8_peaks = [c["int8_gop_per_s"] for c in ceilings if c.get("int8_gop_per_s")]
+    return bandwidth, peak, max(int8_peaks) * 1e9 if int8_peaks else peak
+
+
+def step_seconds(architecture, batch, sequence, past, variant, ceilings):
+    """step_cost's bytes and FLOPs, and the seconds moving and doing them
+    take at highest_ceilings(ceilings), W8A8's integer products at the int8
+    peak: (moved, flops, memory_s, compute_s)."""
+    bandwidth, peak, int8_peak = highest_ceilings(ceilings)
+    moved, flops = step_cost(architecture, batch, sequence, past, variant)
+    integer = int8_flops(architecture, batch, sequence, variant)
+    return moved, flops, moved / bandwidth, integer / int8_peak + (flops - integer) / peak
+
+
 def roofline_table(args, cases, runs, rounds):
     """The scale suite: the default and quantized builds against ONNX Runtime,
     each step held against the ceilings measured in the same run."""
@@ -369,12 +390,8 @@ def roofline_table(args, cases, runs, rounds):
         measured.append((case, measure_case(args, case, artifacts, paths, variants,
                                             runs, rounds, check=True)))
     measure_ceilings()
-    bandwidth = max(c["read_gb_per_s"] for c in ceilings) * 1e9
-    peak = max(c["fma_gflop_per_s"] for c in ceilings) * 1e9
-    # W8A8's products run against the int8 dot-product peak (VNNI); without
-    # it they are held against the fp32 one.
+    bandwidth, peak, int8_peak = highest_ceilings(ceilings)
     int8_peaks = [c["int8_gop_per_s"] for c in ceilings if c.get("int8_gop_per_s")]
-    int8_peak = max(int8_peaks) * 1e9 if int8_peaks else peak
     print(f"ceilings ({ceilings[0]['isa']}, {args.threads} threads, the highest of "
           f"{len(ceilings)} measurements): read {bandwidth / 1e9:.1f} GB/s "
           f"(lowest {min(c['read_gb_per_s'] for c in ceilings):.1f}), fp32 FMA "
@@ -391,10 +408,9 @@ def roofline_table(args, cases, runs, rounds):
         shape = f"({batch}, {sequence}, {past})"
         for variant in variants:
             ort = best.get(f"ort_{variant}", best["ort"])
-            moved, flops = step_cost(architecture, batch, sequence, past, variant)
-            integer = int8_flops(architecture, batch, sequence, variant)
-            memory_ms = 1e3 * moved / bandwidth
-            compute_ms = 1e3 * (integer / int8_peak + (flops - integer) / peak)
+            moved, flops, memory_s, compute_s = step_seconds(
+                architecture, batch, sequence, past, variant, ceilings)
+            memory_ms, compute_ms = 1e3 * memory_s, 1e3 * compute_s
             floor_ms = max(memory_ms, compute_ms)
             bound = "mem" if memory_ms >= compute_ms else "fma"
             kiln, errors = best[variant], best["errors"][variant]
