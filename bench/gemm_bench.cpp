@@ -4,8 +4,9 @@
 // threads, with B stored [K, N], [N, K] and in packed panels (what
 // kiln-pack-weights makes of constant weights), and of sgemmQuantizedWeight
 // on those panels quantized to int8 and to 4 bits by groups of 128 rows
-// (what kiln-quantize-weights makes of them), and of gemmInt8DynamicRows on
-// them quantized for int8 inputs ("w8a8", its quantize-inputs), next to a
+// (what kiln-quantize-weights makes of them), and of gemmInt8 on
+// them quantized for int8 inputs ("w8a8", its quantize-inputs, rows
+// quantized by their own range), next to a
 // naive triple loop; and the GB/s at which each streams B, the figure that bounds a decode step.
 // Built as build/bin/kiln-gemm-bench; `kiln-gemm-bench 1x192x64 8x256x64`
 // measures those shapes instead of the default ones.
@@ -240,8 +241,9 @@ int main(int argc, char **argv) {
       storedBs.push_back({"w8a8",
                           1.0 * int8Inputs.values.size() + 4.0 * int8Inputs.scales.size(),
                           [&](ThreadPool *pool) {
-                            gemmInt8DynamicRows(s.m, s.n, s.k, a.data(), s.k,
-                                                int8Inputs.weight(), c.data(), s.n, pool);
+                            gemmInt8(s.m, s.n, s.k, a.data(), s.k,
+                                     InputQuantization::perRowRange(),
+                                     int8Inputs.weight(), c.data(), s.n, pool);
                           }});
     }
     for (const StoredB &stored : storedBs) {

@@ -5,12 +5,22 @@ rows, computed in float32 with the same rounding, so that an ONNX model
 whose weights are replaced by their dequantized values computes what the
 quantized artifact computes. For int8-dynamic the products' inputs are
 also quantized and multiplied back per row, by ONNX ops doing the runtime's
-float32 arithmetic (gemmInt8DynamicRows). Runs under /usr/bin/python3
-(numpy, onnx)."""
+float32 arithmetic (gemmInt8). It also writes an export in ONNX Runtime's
+own quantized formats, for models that kiln imports as they are and ORT
+runs as the reference: 4-bit MatMulNBits (matmul_nbits_model), the QDQ
+model of ORT's quantize_static (qdq_model) and the QOperator model of
+ORT's quantize_dynamic (dynamic_model: DynamicQuantizeLinear and
+MatMulInteger). Runs under /usr/bin/python3 (numpy, onnx; ONNX Runtime
+through bench/ort for the QDQ calibration)."""
+
+import os
+import tempfile
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+import harness
 
 INT8_MAX = np.float32(127)
 UINT4_MAX = np.float32(15)
@@ -77,9 +87,9 @@ def quantized_rows(graph, x, prefix, opset):
     """Appends to `graph` the nodes that quantize `x` to uint8 per row (its
     last axis) and multiply it back, as the runtime does for int8-dynamic:
     the row's range [min(x, 0), max(x, 0)] in 255 steps of scale (1 for a
-    row of zeros), zero point round(-min / scale), value round(x · (1 /
-    scale) + zero point) clamped to [0, 255], each float32 operation
-    rounded apart. Returns the nodes and the name of (value − zero point) ·
+    row of zeros), zero point round(-min / scale), value round(x / scale)
+    + zero point clamped to [0, 255] (ONNX QuantizeLinear's formula), each
+    float32 operation rounded apart. Returns the nodes and the name of (value − zero point) ·
     scale."""
     helper = onnx.helper
     def constant(name, value):
@@ -105,8 +115,8 @@ def quantized_rows(graph, x, prefix, opset):
     step = node("Div", [node("Sub", [high, low]), top])
     scale = node("Where", [node("Greater", [step, zero]), step, one])
     zero_point = node("Clip", [node("Round", [node("Div", [node("Neg", [low]), scale])]), zero, top])
-    shifted = node("Add", [node("Mul", [x, node("Reciprocal", [scale])]), zero_point])
-    value = node("Clip", [node("Round", [shifted]), zero, top])
+    value = node("Clip", [node("Add", [node("Round", [node("Div", [x, scale])]), zero_point]),
+                          zero, top])
     restored = node("Mul", [node("Sub", [value, zero_point]), scale])
     return nodes, restored
 
@@ -223,14 +233,418 @@ def matmul_nbits_model(model_path, output_path, block_size):
     return replaced
 
 
+# QuantizeLinear's integer range and zero point type per activation type
+# (ORT's get_qmin_qmax_for_qType, not symmetric, no reduced range).
+ACTIVATION_TYPES = {"int8": (-128, 127, np.int8), "uint8": (0, 255, np.uint8)}
+
+
+def activation_scale_zero_point(rmin, rmax, activation_type):
+    """Scale (float32) and zero point of a calibrated range, as ORT's
+    compute_scale_zp does for an asymmetric activation: the range widened
+    to hold 0, scale = (rmax − rmin) / (qmax − qmin) with the difference
+    taken in float32 and the quotient in float64, zero point = round(qmin −
+    rmin / scale) (ties to even) from that float64 scale, and only then the
+    scale rounded to float32. A scale under float32's smallest normal (an
+    all-zero range) becomes 1 with zero point 0."""
+    qmin, qmax, dtype = ACTIVATION_TYPES[activation_type]
+    rmin = np.minimum(np.float32(rmin), np.float32(0))
+    rmax = np.maximum(np.float32(rmax), np.float32(0))
+    scale = np.float64(rmax - rmin) / (np.float64(qmax) - np.float64(qmin))
+    if scale < np.finfo(np.float32).tiny:
+        return np.float32(1), dtype(0)
+    zero_point = np.clip(np.round(qmin - np.float64(rmin) / scale), qmin, qmax)
+    return np.float32(scale), dtype(zero_point)
+
+
+def symmetric_int8(matrix, per_channel):
+    """`matrix` [K, N] (float32) as ORT quantizes a weight for QDQ (int8,
+    WeightSymmetric, range [-127, 127]): scale = 2 · max |w| / 254 in
+    float64 rounded to float32, once for the whole tensor or, with
+    `per_channel`, once per output column (axis 1, ORT's default axis for a
+    MatMul's B); a zero scale becomes 1. Returns the int8 values clip(
+    round(w / scale), −127, 127) (float32 division, ties to even) and the
+    scales (a scalar, or [N])."""
+    absmax = np.abs(matrix).max(axis=0) if per_channel else np.abs(matrix).max()
+    scale = ((2 * absmax.astype(np.float32)).astype(np.float64) / 254).astype(np.float32)
+    scale = np.where(scale < np.finfo(np.float32).tiny, np.float32(1), scale).astype(np.float32)
+    values = np.clip(np.rint(matrix / scale), -127, 127).astype(np.int8)
+    return values, scale
+
+
+def products_by_constant(graph):
+    """The MatMuls that ORT's quantize_static quantizes with
+    op_types_to_quantize=["MatMul"] and MatMulConstBOnly: those whose B is
+    a 2-D float32 initializer, directly or through an Identity of one (what
+    ORT sees once its pre-processing has removed the Identity nodes a deep
+    copy of a module exports). A MatMul whose A is also an initializer
+    multiplies two constants and is left alone. Returns (node, weight
+    initializer name) pairs in graph order."""
+    initializers = {i.name: i for i in graph.initializer}
+    through_identity = {n.output[0]: n.input[0] for n in graph.node
+                        if n.op_type == "Identity" and n.input[0] in initializers}
+    products = []
+    for node in graph.node:
+        if node.op_type != "MatMul" or node.input[0] in initializers:
+            continue
+        name = through_identity.get(node.input[1], node.input[1])
+        weight = initializers.get(name)
+        if (weight is not None and len(weight.dims) == 2
+                and weight.data_type == onnx.TensorProto.FLOAT):
+            products.append((node, name))
+    return products
+
+
+def require_opset(model, model_path, least, why):
+    """Raises ValueError unless `model`'s ONNX opset is at least `least`
+    (`why`: the ops that need it)."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset < least:
+        raise ValueError(f"{model_path}: opset {opset}; {why} needs opset {least} or later")
+
+
+def name_allocator(graph):
+    """Two functions that add names to `graph` as ORT's quantization tools
+    name what they add: unique(name), `name` itself or, where the graph
+    (its initializers, inputs, node outputs or a name allocated before)
+    has it already, the first of name_1, name_2, ... that it has not; and
+    constant(name, value), an initializer of the array `value` under
+    unique(name), whose name it returns."""
+    taken = {i.name for i in graph.initializer} | {v.name for v in graph.input}
+    taken |= {name for node in graph.node for name in node.output}
+    def unique(name):
+        candidate, suffix = name, 1
+        while candidate in taken:
+            candidate, suffix = f"{name}_{suffix}", suffix + 1
+        taken.add(candidate)
+        return candidate
+    def constant(name, value):
+        name = unique(name)
+        graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+    return unique, constant
+
+
+def quantized_weights(graph, products, per_channel, constant):
+    """Each distinct weight of `products` (products_by_constant) as ORT
+    quantizes it, symmetric_int8 (per tensor, or per column with
+    `per_channel`), in three initializers added by `constant`
+    (name_allocator): <weight>_quantized (int8 [K, N]), <weight>_scale
+    (float32, 0-d or [N]) and <weight>_zero_point (int8 zeros, the scale's
+    shape). Returns {weight name: [those three names]}."""
+    initializers = {i.name: i for i in graph.initializer}
+    weights = {}
+    for name in dict.fromkeys(name for _, name in products):
+        matrix = numpy_helper.to_array(initializers[name]).astype(np.float32)
+        values, scale = symmetric_int8(matrix, per_channel)
+        weights[name] = [constant(f"{name}_quantized", values), constant(f"{name}_scale", scale),
+                         constant(f"{name}_zero_point", np.zeros(scale.shape, np.int8))]
+    return weights
+
+
+def rewrite_products(graph, products, preludes, rewrite):
+    """`graph`'s node list with each product of `products` ((node, weight
+    name) pairs, products_by_constant) replaced by the nodes rewrite(node,
+    weight name) returns, and preceded by the nodes that quantize its A and
+    its weight, preludes[A's name] and preludes[weight name] (where
+    preludes has them), before the first product that reads them only: the
+    order stays topological. Returns the list; `graph`'s own list is left
+    for drop_bypassed_weights to replace."""
+    weight_of = {id(node): name for node, name in products}
+    inserted = set()
+    nodes = []
+    for node in graph.node:
+        if id(node) not in weight_of:
+            nodes.append(node)
+            continue
+        for key in (node.input[0], weight_of[id(node)]):
+            if key in preludes and key not in inserted:
+                inserted.add(key)
+                nodes += preludes[key]
+        nodes += rewrite(node, weight_of[id(node)])
+    return nodes
+
+
+def drop_bypassed_weights(graph, nodes, weights):
+    """Makes `nodes` `graph`'s nodes, less the Identity nodes of one of
+    `weights` (float initializer names, whose products now read their
+    quantized values) whose outputs nothing reads any more, and then drops
+    those of `weights` that nothing reads (their initializers and graph
+    inputs). A subgraph's reads count."""
+    def reads(nodes):
+        names = set()
+        for node in nodes:
+            names.update(node.input)
+            for attribute in node.attribute:
+                for subgraph in (*attribute.graphs, *([attribute.g] if attribute.HasField("g") else [])):
+                    names |= reads(subgraph.node)
+                    names.update(v.name for v in subgraph.output)
+        return names
+    outputs = {v.name for v in graph.output}
+    while True:
+        read = reads(nodes) | outputs
+        kept = [n for n in nodes if not (n.op_type == "Identity" and n.input[0] in weights
+                                         and n.output[0] not in read)]
+        if len(kept) == len(nodes):
+            break
+        nodes = kept
+    del graph.node[:]
+    graph.node.extend(nodes)
+    unread = {name for name in weights if name not in read}
+    kept = [i for i in graph.initializer if i.name not in unread]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    kept = [v for v in graph.input if v.name not in unread]
+    del graph.input[:]
+    graph.input.extend(kept)
+
+
+def calibrated_ranges(model, tensors, calibration_feeds):
+    """The (min, max) of each of `tensors` (float32 activations of `model`)
+    over every run of `calibration_feeds`, ORT's MinMax calibration (not
+    symmetric, no moving average): ONNX Runtime runs a copy of the model
+    with each tensor copied (Identity) to an extra graph output, named
+    kiln_calibration_N so that the output files have plain names; the
+    outputs' element types come from ONNX shape inference where it runs
+    (onnx 1.12 stops at opset 17), else float (a MatMul's A has its B's
+    type). `calibration_feeds` is a list of dicts {input name: array}, as
+    harness.make_inputs returns. A tensor that was empty in every run gets
+    the range (0, 0)."""
+    augmented = onnx.ModelProto()
+    augmented.CopyFrom(model)
+    types = {}
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+        for value in (*inferred.input, *inferred.value_info, *inferred.output):
+            if value.type.tensor_type.elem_type:
+                types[value.name] = value.type.tensor_type.elem_type
+    except Exception:  # onnx too old for the model's opset: take float
+        pass
+    outputs = {}
+    for index, tensor in enumerate(tensors):
+        output = f"kiln_calibration_{index}"
+        outputs[tensor] = output
+        augmented.graph.node.append(onnx.helper.make_node("Identity", [tensor], [output]))
+        augmented.graph.output.append(onnx.helper.make_tensor_value_info(
+            output, types.get(tensor, onnx.TensorProto.FLOAT), None))
+    low = {tensor: None for tensor in tensors}
+    high = dict(low)
+    with tempfile.TemporaryDirectory(prefix="kiln_calibration_") as work:
+        augmented_path = os.path.join(work, "augmented.onnx")
+        onnx.save(augmented, augmented_path)
+        for run, feeds in enumerate(calibration_feeds):
+            run_dir = os.path.join(work, str(run))
+            os.makedirs(os.path.join(run_dir, "outputs"))
+            flags = harness.save_inputs(feeds, run_dir)
+            harness.run_ort(augmented_path, flags, os.path.join(run_dir, "outputs"))
+            values = harness.load_outputs(os.path.join(run_dir, "outputs"), outputs.values())
+            for tensor, output in outputs.items():
+                value = values[output].astype(np.float32)
+                if not value.size:
+                    continue
+                low[tensor] = value.min() if low[tensor] is None else min(low[tensor], value.min())
+                high[tensor] = value.max() if high[tensor] is None else max(high[tensor], value.max())
+    return {tensor: (np.float32(0 if low[tensor] is None else low[tensor]),
+                     np.float32(0 if high[tensor] is None else high[tensor]))
+            for tensor in tensors}
+
+
+def qdq_model(model_path, output_path, calibration_feeds, activation_type="int8",
+              per_channel=False):
+    """Writes `model_path` quantized as ONNX Runtime's quantize_static does
+    with quant_format=QDQ, calibrate_method=MinMax,
+    op_types_to_quantize=["MatMul"] and extra_options={"MatMulConstBOnly":
+    True, "OpTypesToExcludeOutputQuantization": ["MatMul"]} (ORT's Python
+    tool does not run here, so this mirrors it), so that ORT and kiln can
+    run the same QDQ model. Only MatMuls by a constant weight
+    (products_by_constant) are quantized; Gemms stay f32.
+
+    - Each distinct A (activation) gets one QuantizeLinear and one
+      DequantizeLinear, shared by every MatMul reading it (ORT's default,
+      DedicatedQDQPair off), per tensor and asymmetric, `activation_type`
+      "int8" or "uint8", its range the min and max over the runs of
+      `calibration_feeds` (a list of dicts {input name: array}, as
+      harness.make_inputs returns; see calibrated_ranges) and its scale and
+      zero point ORT's compute_scale_zp (activation_scale_zero_point).
+    - Each B (weight [K, N]) becomes an int8 initializer and a
+      DequantizeLinear, symmetric, per tensor or with `per_channel` per
+      column (axis 1), as ORT quantizes weights (symmetric_int8); the float
+      initializer is dropped where nothing else reads it.
+
+    The names follow ORT's (<tensor>_QuantizeLinear_Output,
+    <weight>_quantized, _scale, _zero_point, ...); scales and zero points
+    are 0-d initializers ([N] per channel). The Q/DQ nodes go right before
+    their first consumer, so the node order stays topological. Unlike
+    quantize_static's own default, the MatMuls' outputs get no Q/DQ pair:
+    the products' inputs are what kiln quantizes. Raises ValueError below
+    opset 13 (DequantizeLinear's axis). Returns the number of MatMuls
+    quantized."""
+    if activation_type not in ACTIVATION_TYPES:
+        raise ValueError(f"unknown activation type '{activation_type}' (int8 or uint8)")
+    model = onnx.load(model_path)
+    require_opset(model, model_path, 13, "QDQ (per-axis DequantizeLinear)")
+    graph = model.graph
+    products = products_by_constant(graph)
+    if not products:
+        onnx.save(model, output_path)
+        return 0
+    activations = list(dict.fromkeys(node.input[0] for node, _ in products))
+    ranges = calibrated_ranges(model, activations, calibration_feeds)
+
+    unique, constant = name_allocator(graph)
+    helper = onnx.helper
+    preludes = {}  # tensor name -> its Q/DQ nodes
+    restored = {}  # tensor name -> its dequantized name
+    for tensor in activations:
+        scale, zero_point = activation_scale_zero_point(*ranges[tensor], activation_type)
+        scale = constant(f"{tensor}_scale", np.array(scale, np.float32))
+        zero_point = constant(f"{tensor}_zero_point", np.array(zero_point))
+        quantized, restored[tensor] = unique(f"{tensor}_QuantizeLinear_Output"), \
+            unique(f"{tensor}_DequantizeLinear_Output")
+        preludes[tensor] = [
+            helper.make_node("QuantizeLinear", [tensor, scale, zero_point], [quantized],
+                             name=unique(f"{tensor}_QuantizeLinear")),
+            helper.make_node("DequantizeLinear", [quantized, scale, zero_point],
+                             [restored[tensor]], name=unique(f"{tensor}_DequantizeLinear"))]
+    weights = quantized_weights(graph, products, per_channel, constant)
+    for name, inputs in weights.items():
+        restored[name] = unique(f"{name}_DequantizeLinear_Output")
+        attributes = {"axis": 1} if per_channel else {}
+        preludes[name] = [helper.make_node("DequantizeLinear", inputs, [restored[name]],
+                                           name=unique(f"{name}_DequantizeLinear"),
+                                           **attributes)]
+
+    def rewrite(node, weight):
+        node.input[0] = restored[node.input[0]]
+        node.input[1] = restored[weight]
+        return [node]
+    drop_bypassed_weights(graph, rewrite_products(graph, products, preludes, rewrite), weights)
+    onnx.save(model, output_path)
+    return len(products)
+
+
+def dynamic_model(model_path, output_path, per_channel=False):
+    """Writes `model_path` quantized as ONNX Runtime's quantize_dynamic does
+    with its defaults (QOperator format, uint8 activations, MatMulConstBOnly)
+    and op_types_to_quantize=["MatMul"], weight_type=QInt8 (ORT's Python
+    tool does not run here, so this mirrors it), so that ORT and kiln can
+    run the same model. Only MatMuls by a constant weight
+    (products_by_constant) are quantized; Gemms stay f32.
+
+    - Each distinct A (activation) gets one DynamicQuantizeLinear (node
+      <A>_QuantizeLinear), shared by every MatMul reading it: uint8 values
+      <A>_quantized, and the scale <A>_scale and zero point <A>_zero_point
+      of the tensor's range at run time.
+    - Each B (weight [K, N]) becomes int8 initializers as ORT quantizes
+      weights (quantized_weights: symmetric_int8, per tensor or with
+      `per_channel` per column); the float initializer is dropped where
+      nothing else reads it.
+    - Each MatMul becomes what ORT's MatMulInteger operator
+      (quantization/operators/matmul.py) writes: MatMulInteger(
+      <A>_quantized, <B>_quantized, <A>_zero_point, <B>_zero_point) ->
+      <Y>_output_quantized (int32), Cast to float -> <Y>_output_quantized_
+      cast_output, Mul(<A>_scale, <B>_scale) -> <name>_quant_scales_mul:0,
+      and Mul(cast, scales) -> Y, the MatMul's own output. The nodes are
+      named from the MatMul's name (<name>_quant, ..._scales_mul,
+      ..._output_scale_mul) as ORT names them; an unnamed MatMul's from
+      its output instead (ORT leaves those unnamed and shares their scales'
+      Mul), so that each product has its own scales' Mul.
+
+    The DynamicQuantizeLinear goes right before its first consumer, so the
+    node order stays topological. Raises ValueError below opset 11
+    (DynamicQuantizeLinear). Returns the number of MatMuls quantized."""
+    model = onnx.load(model_path)
+    require_opset(model, model_path, 11, "DynamicQuantizeLinear")
+    graph = model.graph
+    products = products_by_constant(graph)
+    if not products:
+        onnx.save(model, output_path)
+        return 0
+
+    unique, constant = name_allocator(graph)
+    helper = onnx.helper
+    preludes = {}  # tensor name -> its DynamicQuantizeLinear
+    quantized = {}  # tensor name -> [values, scale, zero point]
+    for tensor in dict.fromkeys(node.input[0] for node, _ in products):
+        quantized[tensor] = [unique(f"{tensor}{suffix}")
+                             for suffix in ("_quantized", "_scale", "_zero_point")]
+        preludes[tensor] = [helper.make_node("DynamicQuantizeLinear", [tensor], quantized[tensor],
+                                             name=unique(f"{tensor}_QuantizeLinear"))]
+    weights = quantized_weights(graph, products, per_channel, constant)
+
+    def rewrite(node, weight):
+        (a, a_scale, a_zero_point), (b, b_scale, b_zero_point) = \
+            quantized[node.input[0]], weights[weight]
+        prefix = f"{node.name or node.output[0]}_quant"
+        product = unique(f"{node.output[0]}_output_quantized")
+        cast = unique(f"{product}_cast_output")
+        scales = unique(f"{prefix}_scales_mul:0")
+        return [
+            helper.make_node("MatMulInteger", [a, b, a_zero_point, b_zero_point], [product],
+                             name=unique(prefix)),
+            helper.make_node("Cast", [product], [cast], name=unique(f"{product}_cast"),
+                             to=onnx.TensorProto.FLOAT),
+            helper.make_node("Mul", [a_scale, b_scale], [scales],
+                             name=unique(f"{prefix}_scales_mul")),
+            helper.make_node("Mul", [cast, scales], list(node.output),
+                             name=unique(f"{prefix}_output_scale_mul"))]
+    drop_bypassed_weights(graph, rewrite_products(graph, products, preludes, rewrite), weights)
+    onnx.save(model, output_path)
+    return len(products)
+
+
+def default_calibration_cases(model_path):
+    """(batch, sequence, past) cases to calibrate an export on: a prompt, a
+    batch of prompts and, for a decoder with a KV cache, a decode step
+    after a past."""
+    graph = onnx.load(model_path, load_external_data=False).graph
+    if any(i.name.startswith("past_key_values") for i in graph.input):
+        return [(1, 16, 0), (2, 7, 0), (1, 1, 16)]
+    return [(1, 16, 0), (2, 7, 0)]
+
+
 if __name__ == "__main__":
     import argparse
     parser = argparse.ArgumentParser(
         description="Writes an export with its MatMuls by constant weights as ONNX "
-                    "Runtime's 4-bit MatMulNBits, quantized as kilnc --quantize=int4-weight.")
+                    "Runtime's 4-bit MatMulNBits, quantized as kilnc --quantize=int4-weight; "
+                    "with --qdq, quantized instead as ONNX Runtime's quantize_static writes "
+                    "a QDQ model (int8 weights, calibrated 8-bit activations); with "
+                    "--dynamic, as its quantize_dynamic writes a QOperator model (int8 "
+                    "weights, uint8 activations quantized at run time by "
+                    "DynamicQuantizeLinear, MatMulInteger products).")
     parser.add_argument("model")
     parser.add_argument("output")
-    parser.add_argument("--block-size", type=int, default=32)
+    parser.add_argument("--block-size", type=int, default=32,
+                        help="MatMulNBits: rows of a block (default 32)")
+    formats = parser.add_mutually_exclusive_group()
+    formats.add_argument("--qdq", action="store_true",
+                         help="write QuantizeLinear/DequantizeLinear (QDQ) instead")
+    formats.add_argument("--dynamic", action="store_true",
+                         help="write DynamicQuantizeLinear/MatMulInteger instead")
+    parser.add_argument("--activation-type", choices=sorted(ACTIVATION_TYPES), default="int8",
+                        help="--qdq: the activations' integer type (default int8)")
+    parser.add_argument("--per-channel", action="store_true",
+                        help="--qdq, --dynamic: a weight scale per output column")
+    parser.add_argument("--case", action="append", metavar="BATCH,SEQUENCE,PAST",
+                        help="--qdq: a calibration case (repeatable; default: a prompt, a "
+                             "batch and, for a decoder, a decode step after a past)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1],
+                        help="--qdq: the random inputs' seeds, each case once per seed")
     args = parser.parse_args()
-    count = matmul_nbits_model(args.model, args.output, args.block_size)
-    print(f"{args.output}: {count} MatMul(s) as MatMulNBits, blocks of {args.block_size}")
+    weights = f"int8 weights {'per channel' if args.per_channel else 'per tensor'}"
+    if args.qdq:
+        cases = ([tuple(int(x) for x in case.split(",")) for case in args.case]
+                 if args.case else default_calibration_cases(args.model))
+        feeds = [harness.make_inputs(args.model, *case, seed=seed)
+                 for case in cases for seed in args.seeds]
+        count = qdq_model(args.model, args.output, feeds, args.activation_type,
+                          args.per_channel)
+        print(f"{args.output}: {count} MatMul(s) quantized as QDQ ({args.activation_type} "
+              f"activations, {weights}), calibrated on {len(feeds)} run(s)")
+    elif args.dynamic:
+        count = dynamic_model(args.model, args.output, args.per_channel)
+        print(f"{args.output}: {count} MatMul(s) quantized dynamically as MatMulInteger "
+              f"(uint8 activations, {weights})")
+    else:
+        count = matmul_nbits_model(args.model, args.output, args.block_size)
+        print(f"{args.output}: {count} MatMul(s) as MatMulNBits, blocks of {args.block_size}")

@@ -27,9 +27,11 @@ This is a benchmark, not a test: it checks no figure. CI runs it with --smoke
 
 The scale suite runs the default build and four weight-only quantized
 builds (`--quantize=int8-weight` and `int4-weight`, each with the LM head
-left f32 and with `--quantize-lm-head`), and the export rewritten with its
-MatMuls as ONNX Runtime's 4-bit MatMulNBits (`nbits`, which ORT runs too,
-so both run the same quantized model), rather than the optimization
+left f32 and with `--quantize-lm-head`), and the export rewritten in ONNX
+Runtime's own quantized formats (`nbits`: its MatMuls as 4-bit
+MatMulNBits; `qdq`: quantize_static's QDQ model; `dynamic`:
+quantize_dynamic's, DynamicQuantizeLinear and MatMulInteger), which ORT
+runs too, so both run the same quantized model, rather than the optimization
 variants (each of a 5 GB model would compile for minutes), and reports
 kilnc's compile time and peak RSS. Each build's step is held against its
 own bytes (int8 weights move a quarter of the f32 bytes, 4-bit ones an
@@ -107,11 +109,39 @@ for _mode in ("int8", "int4"):
     SCALE_VARIANTS[f"{_mode}_head"] = [*SCALE_VARIANTS[_mode], "--quantize-lm-head"]
 SCALE_VARIANTS["w8a8"] = ["--quantize=int8-dynamic"]
 SCALE_VARIANTS["w8a8_head"] = [*SCALE_VARIANTS["w8a8"], "--quantize-lm-head"]
-# A build of another model, which ONNX Runtime runs too: the export with
-# every MatMul by a constant weight (the LM head's included) as ORT's 4-bit
-# MatMulNBits, blocks of QUANT_GROUP_SIZE (bench/quantization.py).
+# Builds of another model, which ONNX Runtime runs too, each written by
+# bench/quantization.py from the export with every MatMul by a constant
+# weight (the LM head's included) quantized: as ORT's 4-bit MatMulNBits,
+# blocks of QUANT_GROUP_SIZE ("nbits"); as ORT's quantize_static writes a
+# QDQ model ("qdq": int8 weights per tensor, int8 activations per tensor
+# from a MinMax calibration on CALIBRATION_CASES), which kiln folds into
+# int8 products with static input scales; or as ORT's quantize_dynamic
+# writes it ("dynamic": int8 weights per tensor, uint8 activations
+# quantized per tensor at run time by DynamicQuantizeLinear, MatMulInteger
+# products), int8 products in kiln too.
 NBITS = "nbits"
-SCALE_VARIANTS[NBITS] = None
+QDQ = "qdq"
+DYNAMIC = "dynamic"
+# (batch, sequence, past, seed): a prefill and a decode step with a past.
+CALIBRATION_CASES = [(1, 128, 0, 100), (4, 1, 256, 101)]
+
+
+def calibrated_qdq_model(source, destination):
+    """qdq_model calibrated on CALIBRATION_CASES."""
+    calibration = [harness.make_inputs(source, batch, sequence, past, seed=seed)
+                   for batch, sequence, past, seed in CALIBRATION_CASES]
+    quantization.qdq_model(source, destination, calibration)
+
+
+# The builds of a written model: the function writing it (export path,
+# destination path). Their options in SCALE_VARIANTS are None.
+WRITTEN_MODELS = {
+    NBITS: lambda source, destination: quantization.matmul_nbits_model(
+        source, destination, QUANT_GROUP_SIZE),
+    QDQ: calibrated_qdq_model,
+    DYNAMIC: quantization.dynamic_model,
+}
+SCALE_VARIANTS.update(dict.fromkeys(WRITTEN_MODELS))
 SCALE_DIM_BOUNDS = {"batch": "1:32", "sequence": "1:512", "past_sequence": "0:1023",
                     "total_sequence": "1:1024"}
 SMOKE_CASES = {"tiny": [("bert_tiny", 1, 8, 0, "encode"), ("gpt2_tiny", 1, 1, 7, "decode"),
@@ -150,10 +180,10 @@ def compile_artifacts(args, models, variants, dim_bounds):
         for variant, options in variants.items():
             artifact = os.path.join(args.work_dir, f"{model}.{variant}.kiln")
             source = paths[model]
-            if options is None:
+            if variant in WRITTEN_MODELS:
                 source = paths[model, variant] = os.path.join(
                     args.work_dir, f"{model}.{variant}.onnx")
-                quantization.matmul_nbits_model(paths[model], source, QUANT_GROUP_SIZE)
+                WRITTEN_MODELS[variant](paths[model], source)
             usage = {}
             start = time.monotonic()
             harness.run_command([args.kilnc, source, "-o", artifact, *bounds,
@@ -167,7 +197,7 @@ def compile_artifacts(args, models, variants, dim_bounds):
 
 def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=False):
     """Each build and ONNX Runtime, `rounds` times in turn; the lowest median
-    of each. A build of another model (options None, its model in `paths`)
+    of each. A build of another model (WRITTEN_MODELS, its model in `paths`)
     has ORT run that model too, as "ort_" + the build. With `check`, the
     first round's processes also write their outputs, and "errors" gives
     each build's largest max |kiln - ORT| / max |ORT| ("max_rel_err",
@@ -178,7 +208,7 @@ def measure_case(args, case, artifacts, paths, variants, runs, rounds, check=Fal
     os.makedirs(case_dir, exist_ok=True)
     inputs = harness.make_inputs(paths[model], batch, sequence, past)
     flags = harness.save_inputs(inputs, case_dir)
-    own_models = [variant for variant, options in variants.items() if options is None]
+    own_models = [variant for variant in variants if variant in WRITTEN_MODELS]
     measured = {name: [] for name in [*variants, "ort", *(f"ort_{v}" for v in own_models)]}
     # Outputs are written outside the timed runs, so writing them costs no time.
     def output_dir(name, round_index):
@@ -262,13 +292,19 @@ def optimization_table(args, cases, runs, rounds):
     return {"results": results}
 
 
+def runs_int8_products(variant):
+    """Whether the build's products run in int8 (W8A8): int8-dynamic, the
+    folded QDQ model, or the dynamic one."""
+    return variant.startswith("w8a8") or variant in (QDQ, DYNAMIC)
+
+
 def weight_bytes(variant):
     """Bytes per weight element of a build's quantized products: an int8
     value and its share of a column's f32 group scale, or half a byte and
     its share of a group's scale and one-byte zero point; 4 for f32. W8A8's
     int8 value has a scale and a sum per column of K rows, under 1% for
     K >= 1024, left out."""
-    if variant.startswith("w8a8"):
+    if runs_int8_products(variant):
         return 1
     if variant.startswith("int8"):
         return 1 + 4 / QUANT_GROUP_SIZE
@@ -288,8 +324,9 @@ def product_weights(architecture):
 
 
 def quantizes_lm_head(architecture, variant):
-    """Whether the build quantizes the LM head (a tied one stays f32)."""
-    return ((variant.endswith("_head") or variant == NBITS)
+    """Whether the build quantizes the LM head (a tied one stays f32): the
+    written models quantize every MatMul by a constant weight."""
+    return ((variant.endswith("_head") or variant in WRITTEN_MODELS)
             and not architecture["tied_embeddings"])
 
 
@@ -297,7 +334,7 @@ def int8_flops(architecture, batch, sequence, variant):
     """The part of step_cost's FLOPs that a W8A8 build runs as int8 dot
     products: the projections', and the LM head's where it is quantized;
     0 for the other builds."""
-    if not variant.startswith("w8a8"):
+    if not runs_int8_products(variant):
         return 0
     projections, lm_head = product_weights(architecture)
     return 2 * batch * sequence * (architecture["num_layers"] * projections
@@ -435,9 +472,14 @@ def roofline_table(args, cases, runs, rounds):
     print("build = fused (f32), int8 / int4 (--quantize=int8-weight / int4-weight, the LM "
           "head f32), w8a8 (--quantize=int8-dynamic: the products' inputs quantized too, "
           "per row at run time), int8_head / int4_head / w8a8_head (the LM head quantized "
-          "too) or nbits (the export "
+          "too), nbits (the export "
           "with its MatMuls as ONNX Runtime's 4-bit MatMulNBits, blocks of "
-          f"{QUANT_GROUP_SIZE}, which ORT runs too: its ORT columns are ORT on that model); "
+          f"{QUANT_GROUP_SIZE}), qdq (the export as ORT's quantize_static writes a QDQ "
+          "model, int8 per tensor, MinMax-calibrated; kiln folds its products into int8 "
+          "ones with static input scales) or dynamic (the export as ORT's quantize_dynamic "
+          "writes it, int8 weights per tensor, uint8 activations quantized per tensor at "
+          "run time, MatMulInteger; int8 products in kiln too), the LM head quantized in "
+          "all three: ORT runs those models too, and their ORT columns are ORT on them; "
           "MB/step and "
           "GFLOP = what the build's step must move and do "
           "(bench/run.py step_cost); floor = the slower of the two at the ceilings (W8A8's "
@@ -447,7 +489,8 @@ def roofline_table(args, cases, runs, rounds):
           "still in the last-level cache); x f32 = the f32 build's time over this build's; "
           "MB = peak RSS; ld = ms to load the model and create a session (the lowest run's); "
           "rel err = max |kiln - ORT| / max |ORT| over the outputs for the f32 and nbits "
-          "builds (nbits against ORT on the same MatMulNBits model), and for the others the "
+          "builds (nbits against ORT on the same MatMulNBits model), and for the others (qdq "
+          "and dynamic too) the "
           "relative RMS error against ORT's f32 outputs (the quantization's).")
     failed = [r for r in results
               if r["build"] in ("fused", NBITS) and not r["max_rel_err"] <= 1e-4]

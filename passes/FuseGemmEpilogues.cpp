@@ -50,6 +50,9 @@ struct Product {
   Value scales, zeroPoints, columnSums;
   IntegerAttr groupSize;
   bool quantizeInput = false;
+  FloatAttr inputScale;
+  IntegerAttr inputZeroPoint;
+  bool inputTensorRange = false;
 
   Stage lastStage() const {
     if (residual)
@@ -75,7 +78,7 @@ struct Product {
             ? ActivationAttr::get(rewriter.getContext(), *next.activation)
             : ActivationAttr(),
         next.gate, next.residual, next.transposeB, next.packed, next.groupSize,
-        next.quantizeInput);
+        next.quantizeInput, next.inputScale, next.inputZeroPoint, next.inputTensorRange);
   }
 };
 
@@ -108,6 +111,9 @@ std::optional<Product> productBefore(Value value, Stage stage) {
     product.columnSums = linear.getColumnSums();
     product.groupSize = linear.getGroupSizeAttr();
     product.quantizeInput = linear.getQuantizeInput();
+    product.inputScale = linear.getInputScaleAttr();
+    product.inputZeroPoint = linear.getInputZeroPointAttr();
+    product.inputTensorRange = linear.getInputTensorRange();
   } else {
     return std::nullopt;
   }

@@ -85,14 +85,18 @@ void rewriteUse(OpBuilder &builder, const WeightUse &use, Value packed,
         loc, packedType, linear.getInput(), packed, /*scales=*/Value(), /*zero_points=*/Value(),
         /*column_sums=*/Value(), linear.getBias(), linear.getActivationAttr(), linear.getGate(),
         linear.getResidual(), /*transpose_b=*/false, /*packed=*/true,
-        /*group_size=*/IntegerAttr(), /*quantize_input=*/false);
+        /*group_size=*/IntegerAttr(), /*quantize_input=*/false,
+        /*input_scale=*/FloatAttr(), /*input_zero_point=*/IntegerAttr(),
+        /*input_tensor_range=*/false);
   } else {
     result = builder.create<LinearOp>(
         loc, packedType, cast<MatMulOp>(use.op).getLhs(), packed,
         /*scales=*/Value(), /*zero_points=*/Value(), /*column_sums=*/Value(),
         /*bias=*/Value(), ActivationAttr(), /*gate=*/Value(),
         /*residual=*/Value(), /*transpose_b=*/false, /*packed=*/true,
-        /*group_size=*/IntegerAttr(), /*quantize_input=*/false);
+        /*group_size=*/IntegerAttr(), /*quantize_input=*/false,
+        /*input_scale=*/FloatAttr(), /*input_zero_point=*/IntegerAttr(),
+        /*input_tensor_range=*/false);
   }
   if (packedType != type)
     result = builder.create<tensor::CastOp>(loc, type, result);

@@ -16,6 +16,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
     bool isFusion; // turned off by "fusion" too
   };
   const Switch switches[] = {
+      {"fold-quantized-products", &foldQuantizedProducts, false},
       {"constant-fold", &foldConstants, false},
       {"fuse-attention", &fuseAttention, true},
       {"fuse-normalizations", &fuseNormalizations, true},
@@ -56,8 +57,11 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
 
 void buildGraphOptimizationPipeline(OpPassManager &pm,
                                     const OptimizationOptions &options) {
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  // A module pass: it frees the blobs of the weights it replaced.
+  if (options.foldQuantizedProducts)
+    pm.addPass(createKilnFoldQuantizedProducts());
   OpPassManager &func = pm.nest<func::FuncOp>();
-  func.addPass(createCanonicalizerPass());
   if (options.foldConstants)
     func.addPass(createKilnFoldConstants());
   if (options.fuseAttention)

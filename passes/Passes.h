@@ -28,6 +28,9 @@ constexpr llvm::StringLiteral kQuantizationAttrName = "kiln.quantization";
 /// Which graph optimizations run. Everything is on by default; `kilnc
 /// --disable=...` turns optimizations off by name to measure their effect.
 struct OptimizationOptions {
+  /// A QDQ model's quantized products as int8 kiln.linear
+  /// (kiln-fold-quantized-products), first.
+  bool foldQuantizedProducts = true;
   bool foldConstants = true;
   bool fuseAttention = true;
   bool fuseNormalizations = true;

@@ -29,6 +29,53 @@ def KilnPrintSummary : Pass<"kiln-print-summary", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def KilnFoldQuantizedProducts : Pass<"kiln-fold-quantized-products", "mlir::ModuleOp"> {
+  let summary = "Folds a quantized model's int8 products into int8 kiln.linear";
+  let description = [{
+    Rewrites the products of models that arrive quantized into int8
+    `kiln.linear`s: the weight's values laid out in row quads with their
+    column sums and one scale per column, the input quantized inside the
+    GEMM. The products run in integers, as ONNX Runtime runs the same model.
+
+    - QDQ (ORT's quantize_static): a `kiln.matmul` whose input is quantized
+      and dequantized again with one scale and zero point (constants, per
+      tensor) and whose weight is the dequantize of a constant int8 [K, N]
+      with zero points 0 and a scale per tensor or per column. The linear's
+      `input_scale` and `input_zero_point` are the activation's (its uint8
+      form).
+    - ORT's quantize_dynamic: `mul(cast(matmul_integer(q, W, z, 0)), s ·
+      scale_W)` (either way round), where q, s and z are the results of one
+      `kiln.dynamic_quantize` of x, W a constant int8 [K, N] and scale_W a
+      constant per tensor or per column. The linear quantizes x by its
+      whole range at run time (`input_tensor_range`).
+
+    It does not fire when K is not a multiple of 4 or is over 65536, when
+    a zero point of the weight is not 0, when the weight's scale is per row,
+    when the activation's quantize and dequantize differ in scale or zero
+    point, or when they are not constants. Those products run as written:
+    the quantize, dequantize and integer products execute, and a dequantize
+    of a constant weight is computed here, at compile time, into an f32
+    constant that kiln-pack-weights packs as any other. Runs first, before
+    the fusions (which then fuse the int8 linears' epilogues), on the
+    module so that it can give the replaced weights' blobs back.
+
+    Example:
+
+    ```mlir
+    %q = kiln.quantize %x, %s, %z : (tensor<?x64xf32>, tensor<f32>, tensor<i8>) -> tensor<?x64xi8>
+    %a = kiln.dequantize %q, %s, %z : (tensor<?x64xi8>, tensor<f32>, tensor<i8>) -> tensor<?x64xf32>
+    %w = kiln.dequantize %wq, %ws, %wz : (tensor<64x96xi8>, tensor<96xf32>, tensor<96xi8>) -> tensor<64x96xf32>
+    %y = kiln.matmul %a, %w : (tensor<?x64xf32>, tensor<64x96xf32>) -> tensor<?x96xf32>
+    // becomes, for %s = 0.05 and %z = -3
+    %y = kiln.linear %x, %quads scales %scales column_sums %sums
+        {group_size = 64 : i64, input_scale = 5.000000e-02 : f32, input_zero_point = 125 : i64,
+         packed, quantize_input}
+        : (tensor<?x64xf32>, tensor<2x64x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x96xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
+}
+
 def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
   let summary = "Evaluates ops on constants at compile time";
   let description = [{

@@ -219,7 +219,9 @@ struct QuantizeWeightsPass
             scaleWeight, zeroPointWeight, columnSumWeight, linear.getBias(),
             linear.getActivationAttr(), linear.getGate(), linear.getResidual(),
             /*transpose_b=*/false, /*packed=*/true,
-            builder.getI64IntegerAttr(rowsPerGroup), quantizeInputs);
+            builder.getI64IntegerAttr(rowsPerGroup), quantizeInputs,
+            /*input_scale=*/FloatAttr(), /*input_zero_point=*/IntegerAttr(),
+        /*input_tensor_range=*/false);
         linear.getResult().replaceAllUsesWith(result);
         linear.erase();
       }

@@ -72,6 +72,11 @@ public:
   }
   /// Records that the value `name` is read.
   void markUsed(llvm::StringRef name) { usedValues_.insert(name); }
+  /// Records that the value `name` is a uint8 quantization held as int8
+  /// lowered by 128 (QuantizedOps.cpp), which only DequantizeLinear and
+  /// MatMulInteger read.
+  void markLoweredUint8(llvm::StringRef name) { loweredUint8_.insert(name); }
+  bool isLoweredUint8(llvm::StringRef name) const { return loweredUint8_.count(name); }
   void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
 
   /// The type of output `index`: `shape` (kDynamic where unknown) refined by
@@ -147,6 +152,7 @@ private:
   int64_t opset_;
   llvm::StringMap<mlir::Value> values_;
   llvm::StringSet<> usedValues_;
+  llvm::StringSet<> loweredUint8_;
   llvm::StringMap<onnx::TypeProto> valueInfo_;
 };
 

@@ -285,6 +285,16 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
         registry_.lookup(isDefaultDomain(node.domain()) ? "" : node.domain(),
                          node.op_type())
             .importer;
+    const bool readsQuantized = isDefaultDomain(node.domain()) &&
+                                (node.op_type() == "DequantizeLinear" ||
+                                 node.op_type() == "MatMulInteger");
+    if (!readsQuantized)
+      for (const std::string &input : node.input())
+        if (ctx.isLoweredUint8(input))
+          return ctx.error(node) << "reads '" << input
+                                 << "', a uint8 quantized result, which kiln holds as int8 "
+                                    "lowered by 128: only DequantizeLinear and MatMulInteger "
+                                    "may read it";
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();
@@ -310,6 +320,10 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
     if (!value)
       return emitError(fileLoc) << "graph output '" << output.name()
                                 << "' is not produced by any node";
+    if (ctx.isLoweredUint8(output.name()))
+      return emitError(fileLoc) << "graph output '" << output.name()
+                                << "' is a uint8 quantized result, which kiln does "
+                                   "not return (it has no uint8 tensors)";
     results.push_back(value);
     resultTypes.push_back(value.getType());
   }

@@ -1,10 +1,21 @@
-//===- QuantizedOps.cpp - Products by weights that arrive quantized --------===//
+//===- QuantizedOps.cpp - Models that arrive quantized ---------------------===//
 //
 // ONNX Runtime's com.microsoft MatMulNBits, the 4-bit weight-only format its
 // quantization tool writes: the weight's values, scales and zero points are
 // laid out again, at import, as kiln.linear's packed 4-bit form (the one
 // kiln-quantize-weights makes), so the product runs on the same kernels and
 // is never dequantized.
+//
+// QuantizeLinear and DequantizeLinear (QDQ, what ORT's quantize_static
+// writes) become kiln.quantize and kiln.dequantize, 8-bit only;
+// DynamicQuantizeLinear and MatMulInteger (what its quantize_dynamic
+// writes) kiln.dynamic_quantize and kiln.matmul_integer. uint8 is no kiln
+// element type, so a uint8 quantization is held as int8 with values and
+// zero point lowered by 128, which dequantizes to the same numbers and
+// leaves every difference from the zero point as it was; the importer lets
+// only DequantizeLinear and MatMulInteger read such a value.
+// kiln-fold-quantized-products then folds each product of a quantized
+// activation by a quantized weight into an int8 kiln.linear.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
@@ -175,8 +186,259 @@ LogicalResult importMatMulNBits(ImportContext &ctx, const onnx::NodeProto &node)
       loc, RankedTensorType::get(shape, b.getF32Type()), a, weight, scaleWeight,
       zeroPointWeight, /*column_sums=*/Value(), bias, ActivationAttr(), /*gate=*/Value(),
       /*residual=*/Value(), /*transpose_b=*/false, /*packed=*/true,
-      b.getI64IntegerAttr(*blockSize), /*quantize_input=*/false);
+      b.getI64IntegerAttr(*blockSize), /*quantize_input=*/false,
+      /*input_scale=*/FloatAttr(), /*input_zero_point=*/IntegerAttr(),
+        /*input_tensor_range=*/false);
   ctx.setOutput(node, 0, result);
+  return success();
+}
+
+/// The difference between a uint8 value and the int8 that holds it.
+constexpr int64_t kUint8Offset = 128;
+
+/// Whether input `index` of `node` holds uint8 values: a ui8 constant, or
+/// a result that kiln holds lowered by 128.
+bool isUint8Input(ImportContext &ctx, const onnx::NodeProto &node, int index) {
+  Value value = ctx.input(node, index);
+  return value && (cast<RankedTensorType>(value.getType()).getElementType().isUnsignedInteger() ||
+                   ctx.isLoweredUint8(node.input(index)));
+}
+
+/// Input `index` of `node`, 8-bit, as kiln holds it: a ui8 constant lowered
+/// by 128 into an i8 one (a weight's blob stays a blob), any other as it
+/// is; `what` names it in the error when it is not 8-bit, or is ui8 but not
+/// a constant.
+FailureOr<Value> int8Input(ImportContext &ctx, const onnx::NodeProto &node, int index,
+                           StringRef what) {
+  auto value = ctx.requiredInput(node, index);
+  if (failed(value))
+    return failure();
+  auto type = cast<RankedTensorType>(value->getType());
+  if (!type.getElementType().isInteger(8))
+    return ctx.error(node) << "kiln reads 8-bit quantization only: " << what << " is "
+                           << type;
+  if (!type.getElementType().isUnsignedInteger())
+    return *value;
+  std::vector<char> storage;
+  std::optional<ArrayRef<char>> bytes = constantBytes(ctx, node, index, storage);
+  if (!bytes)
+    return ctx.error(node) << "a uint8 " << what
+                           << " must be a constant or a quantizing op's result";
+  auto loweredType = type.clone(ctx.builder().getIntegerType(8));
+  ElementsAttr original = value->getDefiningOp<ConstantOp>().getValue();
+  return ctx.builder()
+      .create<ConstantOp>(
+          ctx.loc(node), loweredType,
+          replacementWeight(original, loweredType, "_int8",
+                            [&](MutableArrayRef<char> out) {
+                              for (size_t i = 0; i < out.size(); ++i)
+                                out[i] = static_cast<char>(static_cast<uint8_t>((*bytes)[i]) -
+                                                           kUint8Offset);
+                            }))
+      .getResult();
+}
+
+/// Input `index` of `node`, an optional zero point of values of type
+/// uint8 (`uint8`) or int8, as int8 `type` (a uint8 one lowered by 128):
+/// 0 of that type when absent. Its type must be the values'.
+FailureOr<Value> zeroPointInput(ImportContext &ctx, const onnx::NodeProto &node, int index,
+                                bool uint8, RankedTensorType type) {
+  if (!ctx.input(node, index))
+    return ctx.builder()
+        .create<ConstantOp>(ctx.loc(node), type,
+                            DenseElementsAttr::get(
+                                type, static_cast<int8_t>(uint8 ? -kUint8Offset : 0)))
+        .getResult();
+  if (isUint8Input(ctx, node, index) != uint8)
+    return ctx.error(node) << "input " << index << " (a zero point) and the values it "
+                           << "belongs to differ in type";
+  return int8Input(ctx, node, index, "the zero point");
+}
+
+/// kiln.quantize's and kiln.dequantize's scale and zero point operands,
+/// and whether the quantized type is uint8.
+struct QuantizationParameters {
+  Value scale, zeroPoint;
+  bool uint8 = false;
+};
+
+/// The scale and zero point of a QuantizeLinear or DequantizeLinear
+/// (inputs 1 and 2) as kiln's operands for `input` of rank `rank`: an f32
+/// scale and an i8 zero point (a uint8 one lowered by 128), a per-axis
+/// pair reshaped to [d, 1, ..., 1] so that it broadcasts along `axis`.
+/// The quantized type is the zero point's, else uint8 when `uint8Default`.
+FailureOr<QuantizationParameters>
+quantizationParameters(ImportContext &ctx, const onnx::NodeProto &node, int64_t rank,
+                       bool uint8Default) {
+  auto blockSize = ctx.intAttr(node, "block_size", 0);
+  if (failed(blockSize))
+    return failure();
+  if (*blockSize != 0)
+    return ctx.error(node) << "blocked quantization (block_size " << *blockSize
+                           << ") is not supported";
+  auto scale = ctx.requiredInput(node, 1);
+  if (failed(scale))
+    return failure();
+  auto scaleType = cast<RankedTensorType>(scale->getType());
+  if (!scaleType.getElementType().isF32() || scaleType.getRank() > 1)
+    return ctx.error(node) << "the scale must be an f32 scalar or 1-D tensor, got "
+                           << scaleType;
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc(node);
+  auto i8 = b.getIntegerType(8);
+  const bool uint8 = ctx.input(node, 2) ? isUint8Input(ctx, node, 2) : uint8Default;
+  if (Value given = ctx.input(node, 2);
+      given && cast<RankedTensorType>(given.getType()).getShape() != scaleType.getShape())
+    return ctx.error(node) << "the zero point " << given.getType()
+                           << " must have the scale's shape " << scaleType;
+  auto zeroPointValue = zeroPointInput(ctx, node, 2, uint8, scaleType.clone(i8));
+  if (failed(zeroPointValue))
+    return failure();
+  Value zeroPoint = *zeroPointValue;
+  Value scaleValue = *scale;
+  if (scaleType.getRank() == 1 && rank > 0) {
+    auto axis = ctx.intAttr(node, "axis", 1);
+    if (failed(axis))
+      return failure();
+    auto normalized = ctx.normalizeAxis(node, *axis, rank);
+    if (failed(normalized))
+      return failure();
+    SmallVector<int64_t> shape(rank - *normalized, 1);
+    shape[0] = scaleType.getShape()[0];
+    SmallVector<int64_t> list(shape);
+    if (ShapedType::isDynamic(list[0]))
+      list[0] = -1;
+    auto reshape = [&](Value value) -> Value {
+      auto type = cast<RankedTensorType>(value.getType()).clone(shape);
+      return b.create<ReshapeOp>(loc, type, value, ctx.i64List(loc, list), false);
+    };
+    if (shape.size() != 1) {
+      scaleValue = reshape(scaleValue);
+      zeroPoint = reshape(zeroPoint);
+    }
+  }
+  return QuantizationParameters{scaleValue, zeroPoint, uint8};
+}
+
+/// QuantizeLinear into 8 bits: clamp(round(x / scale) + zero point), as
+/// kiln.quantize; a uint8 result is held lowered by 128 (see the file's
+/// comment).
+LogicalResult importQuantizeLinear(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  if (!xType.getElementType().isF32())
+    return ctx.error(node) << "kiln quantizes f32 only, got " << xType;
+  // Without a zero point, the output type is output_dtype's (opset 21),
+  // uint8 by default.
+  auto outputType = ctx.intAttr(node, "output_dtype", 0);
+  if (failed(outputType))
+    return failure();
+  if (*outputType != 0 && *outputType != onnx::TensorProto::UINT8 &&
+      *outputType != onnx::TensorProto::INT8)
+    return ctx.error(node) << "kiln reads 8-bit quantization only: output_dtype is "
+                           << onnxTypeName(*outputType);
+  auto parameters = quantizationParameters(ctx, node, xType.getRank(),
+                                           *outputType != onnx::TensorProto::INT8);
+  if (failed(parameters))
+    return failure();
+  auto type = ctx.resultType(node, 0, ctx.builder().getIntegerType(8), xType.getShape());
+  ctx.setOutput(node, 0,
+                ctx.builder().create<QuantizeOp>(ctx.loc(node), type, *x,
+                                                 parameters->scale, parameters->zeroPoint));
+  if (parameters->uint8 && ctx.hasOutput(node, 0))
+    ctx.markLoweredUint8(node.output(0));
+  return success();
+}
+
+/// DequantizeLinear from 8 bits: (x − zero point) · scale, as
+/// kiln.dequantize. A uint8 x is a QuantizeLinear's (held lowered by 128)
+/// or a constant, lowered here.
+LogicalResult importDequantizeLinear(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc(node);
+  const bool uint8 = isUint8Input(ctx, node, 0);
+  auto input = int8Input(ctx, node, 0, "x");
+  if (failed(input))
+    return failure();
+  if (ctx.input(node, 2) && isUint8Input(ctx, node, 2) != uint8)
+    return ctx.error(node) << "x and the zero point differ in type";
+  auto parameters = quantizationParameters(ctx, node, xType.getRank(), uint8);
+  if (failed(parameters))
+    return failure();
+  auto type = ctx.resultType(node, 0, b.getF32Type(), xType.getShape());
+  ctx.setOutput(node, 0,
+                b.create<DequantizeOp>(loc, type, *input, parameters->scale,
+                                       parameters->zeroPoint));
+  return success();
+}
+
+/// DynamicQuantizeLinear: x quantized to uint8 by its own range, as
+/// kiln.dynamic_quantize; the values and the zero point are held lowered by
+/// 128.
+LogicalResult importDynamicQuantizeLinear(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto xType = cast<RankedTensorType>(x->getType());
+  if (!xType.getElementType().isF32())
+    return ctx.error(node) << "kiln quantizes f32 only, got " << xType;
+  OpBuilder &b = ctx.builder();
+  auto quantize = b.create<DynamicQuantizeOp>(
+      ctx.loc(node), ctx.resultType(node, 0, b.getI8Type(), xType.getShape()),
+      RankedTensorType::get({}, b.getF32Type()), RankedTensorType::get({}, b.getI8Type()), *x);
+  for (int index = 0; index < 3; ++index)
+    ctx.setOutput(node, index, quantize->getResult(index));
+  for (int index : {0, 2})
+    if (ctx.hasOutput(node, index))
+      ctx.markLoweredUint8(node.output(index));
+  return success();
+}
+
+/// MatMulInteger by a 2-D B: (A − a_zero_point) · (B − b_zero_point) in
+/// int32, as kiln.matmul_integer; uint8 operands lowered by 128 with their
+/// zero points. One a_zero_point (per tensor), and one b_zero_point or one
+/// per column.
+LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto a = int8Input(ctx, node, 0, "A");
+  auto b = a;
+  if (succeeded(a))
+    b = int8Input(ctx, node, 1, "B");
+  if (failed(a) || failed(b))
+    return failure();
+  auto aType = cast<RankedTensorType>(a->getType());
+  auto bType = cast<RankedTensorType>(b->getType());
+  if (aType.getRank() < 2 || bType.getRank() != 2)
+    return ctx.error(node) << "kiln reads A of rank 2 or more by a 2-D B, got " << aType
+                           << " and " << bType;
+  OpBuilder &builder = ctx.builder();
+  auto i8 = builder.getI8Type();
+  auto scalarType = RankedTensorType::get({}, i8);
+  auto aZeroPoint = zeroPointInput(ctx, node, 2, isUint8Input(ctx, node, 0), scalarType);
+  if (failed(aZeroPoint))
+    return failure();
+  if (cast<RankedTensorType>(aZeroPoint->getType()).getRank() != 0)
+    return ctx.error(node) << "kiln reads one a_zero_point for all of A, got "
+                           << aZeroPoint->getType();
+  auto bZeroPoint = zeroPointInput(ctx, node, 3, isUint8Input(ctx, node, 1), scalarType);
+  if (failed(bZeroPoint))
+    return failure();
+  auto bZeroPointType = cast<RankedTensorType>(bZeroPoint->getType());
+  if (bZeroPointType.getRank() > 1 ||
+      (bZeroPointType.getRank() == 1 && bZeroPointType.getShape()[0] != bType.getShape()[1]))
+    return ctx.error(node) << "kiln reads one b_zero_point, or one per column of B ("
+                           << bType.getShape()[1] << "), got " << bZeroPointType;
+  SmallVector<int64_t> shape(aType.getShape());
+  shape.back() = bType.getShape()[1];
+  ctx.setOutput(node, 0,
+                builder.create<MatMulIntegerOp>(
+                    ctx.loc(node), ctx.resultType(node, 0, builder.getI32Type(), shape), *a,
+                    *b, *aZeroPoint, *bZeroPoint));
   return success();
 }
 
@@ -184,6 +446,12 @@ LogicalResult importMatMulNBits(ImportContext &ctx, const onnx::NodeProto &node)
 
 void registerQuantizedImporters(OpImporterRegistry &registry) {
   registry.add("com.microsoft.MatMulNBits", importMatMulNBits, 1);
+  // Opset 13 gave both per-axis scales; 19 and 21 added float8, 4- and
+  // 16-bit types and blocks, which are refused by name.
+  registry.add("QuantizeLinear", importQuantizeLinear, 13);
+  registry.add("DequantizeLinear", importDequantizeLinear, 13);
+  registry.add("DynamicQuantizeLinear", importDynamicQuantizeLinear, 11);
+  registry.add("MatMulInteger", importMatMulInteger, 10);
 }
 
 } // namespace kiln

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfloat>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -653,11 +654,12 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
     kiln_rt_trap("kiln_ukernel_linear: unknown weight dtype (the code was "
                  "compiled for a newer runtime)");
   if (p.input_quantization != KILN_INPUT_F32 &&
-      p.input_quantization != KILN_INPUT_U8_DYNAMIC_ROWS)
+      p.input_quantization != KILN_INPUT_U8_DYNAMIC_ROWS &&
+      p.input_quantization != KILN_INPUT_U8_STATIC &&
+      p.input_quantization != KILN_INPUT_U8_DYNAMIC_TENSOR)
     kiln_rt_trap("kiln_ukernel_linear: unknown input quantization (the code "
                  "was compiled for a newer runtime)");
-  if (quantizedInput !=
-      (p.input_quantization == KILN_INPUT_U8_DYNAMIC_ROWS))
+  if (quantizedInput != (p.input_quantization != KILN_INPUT_F32))
     kiln_rt_trap("kiln_ukernel_linear: an input is quantized exactly when "
                  "the weight is int8 in row quads");
   if (quantizedInput &&
@@ -667,6 +669,11 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
     kiln_rt_trap("kiln_ukernel_linear: an int8 weight in row quads must be "
                  "packed in panels, with k a multiple of 4 and at most 65536, "
                  "one scale per column, column sums and no zero points");
+  const bool staticInput = p.input_quantization == KILN_INPUT_U8_STATIC;
+  if (staticInput && (!(p.input_scale > 0.0 && p.input_scale <= FLT_MAX) ||
+                      p.input_zero_point < 0 || p.input_zero_point > 255))
+    kiln_rt_trap("kiln_ukernel_linear: a static input quantization needs a "
+                 "finite positive scale and a zero point in [0, 255]");
   if (quantized && (p.weight_layout != static_cast<int64_t>(GemmLayout::Panels) ||
                     p.group_size <= 0 ||
                     (p.weight_dtype == KILN_WEIGHT_U4) != (p.zero_points != nullptr)))
@@ -679,8 +686,14 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
   if (quantizedInput) {
     const Int8Weight weight{static_cast<const int8_t *>(p.weight), p.weight_stride,
                             p.scales, p.scales_stride, p.column_sums};
-    gemmInt8DynamicRows(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
-                        currentThreadPool(), epilogue);
+    const InputQuantization input =
+        staticInput ? InputQuantization::fixed(static_cast<float>(p.input_scale),
+                                               static_cast<int32_t>(p.input_zero_point))
+        : p.input_quantization == KILN_INPUT_U8_DYNAMIC_TENSOR
+            ? InputQuantization::tensorRange()
+            : InputQuantization::perRowRange();
+    gemmInt8(p.m, p.n, p.k, p.a, p.lda, input, weight, p.out, p.ldc,
+             currentThreadPool(), epilogue);
     return;
   }
   if (quantized) {

@@ -157,8 +157,8 @@ void sgemmQuantizedWeight(int64_t m, int64_t n, int64_t k, const float *a,
 /// Rows of B per 32-bit lane of an Int8Weight: VNNI's dot product of 4
 /// bytes.
 constexpr int64_t kInt8RowQuad = 4;
-/// The deepest product gemmInt8DynamicRows sums exactly in int32: |Σ (a −
-/// z)·w| ≤ 255 · 127 · k stays below 2^31. The compiler's
+/// The deepest product gemmInt8 sums exactly in int32: |Σ (a − z)·w| ≤
+/// 255 · 128 · k stays below 2^31 (an imported weight may hold −128). The compiler's
 /// LinearOp::kMaxInt8Depth: keep the two in step.
 constexpr int64_t kMaxInt8Depth = 65536;
 
@@ -179,24 +179,45 @@ struct Int8Weight {
   const int32_t *columnSums;
 };
 
-/// C = A·B, then `epilogue`, with A quantized to uint8 row by row at run
-/// time: row i's range [min(x, 0), max(x, 0)] in 255 steps of s_i, zero
-/// point z_i = round(−min / s_i), values round(x / s_i) + z_i, clamped to
-/// [0, 255]. The products are summed in int32, exactly for k ≤
+/// How gemmInt8 quantizes A to uint8 values q, x ≈ (q − z) · s: each row
+/// with the scale and zero point of its own range, or every row with those
+/// of the whole input's range, both found at run time (ONNX's
+/// DynamicQuantizeLinear is the latter), or every row with one given scale
+/// s > 0 and zero point z in [0, 255] (a static per-tensor quantization: a
+/// QDQ model's, or calibration's).
+struct InputQuantization {
+  enum class Range { Row, Tensor, Fixed };
+  Range range = Range::Row;
+  float scale = 1.0f;
+  int32_t zeroPoint = 0;
+
+  static InputQuantization perRowRange() { return {}; }
+  static InputQuantization tensorRange() { return {Range::Tensor}; }
+  static InputQuantization fixed(float scale, int32_t zeroPoint) {
+    return {Range::Fixed, scale, zeroPoint};
+  }
+};
+
+/// C = A·B, then `epilogue`, with A quantized to uint8 row by row as
+/// `input` says: a range found at run time (a row's or the whole input's)
+/// [min(x, 0), max(x, 0)] in 255 steps of s_i and zero point z_i =
+/// round(−min / s_i); then, as ONNX's
+/// QuantizeLinear, values round(x / s_i) + z_i clamped to [0, 255] (ties
+/// to even). The products are summed in int32, exactly for k ≤
 /// kMaxInt8Depth, and C[i][j] = (sum − z_i · columnSums[j]) · (scale_j ·
 /// s_i). Every ISA computes the same sums: AVX-512 VNNI where the CPU has
 /// it and the active ISA is avx512, else AVX2, else portable C++.
-void gemmInt8DynamicRows(int64_t m, int64_t n, int64_t k, const float *a,
-                         int64_t lda, const Int8Weight &b, float *c,
-                         int64_t ldc, ThreadPool *pool,
-                         const GemmEpilogue &epilogue = {});
+void gemmInt8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+              const InputQuantization &input, const Int8Weight &b, float *c,
+              int64_t ldc, ThreadPool *pool, const GemmEpilogue &epilogue = {});
 
-/// The uint8 values, scale and zero point gemmInt8DynamicRows gives row
-/// `x` of k floats: writes the values to `out`. For tests.
+/// The uint8 values gemmInt8 gives row `x` of k floats, written to `out`:
+/// with `findRange`, by the row's own range (setting `scale` and
+/// `zeroPoint`), else by the given ones. For tests.
 void quantizeRowToUint8(const float *x, int64_t k, uint8_t *out, float &scale,
-                        int32_t &zeroPoint);
+                        int32_t &zeroPoint, bool findRange = true);
 
-/// The name of the ISA gemmInt8DynamicRows runs on: "avx512-vnni", "avx2"
+/// The name of the ISA gemmInt8 runs on: "avx512-vnni", "avx2"
 /// or "generic".
 const char *int8GemmIsaName();
 
@@ -350,8 +371,8 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
 
 /// The GEMM with an epilogue that compiled model code calls for a
 /// kiln.linear (kiln/kernel_abi.h): sgemm with a GemmEpilogue, or
-/// sgemmQuantizedWeight for an int8 or 4-bit weight, or gemmInt8DynamicRows
-/// for a weight with quantized inputs. Runs on currentThreadPool(). Ends
+/// sgemmQuantizedWeight for an int8 or 4-bit weight, or gemmInt8 for a
+/// weight with quantized inputs. Runs on currentThreadPool(). Ends
 /// the run (kiln_rt_trap) on a code it does not know, which means the code
 /// was compiled for a newer runtime.
 extern "C" __attribute__((visibility("default"))) void

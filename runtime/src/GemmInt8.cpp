@@ -1,9 +1,9 @@
 //===- GemmInt8.cpp - Products of uint8-quantized rows by int8 weights ----===//
 //
-// W8A8 with dynamic inputs (gemmInt8DynamicRows): A is quantized row by row
-// into a scratch buffer, each tile of C is summed in int32 by the ISA's
-// microkernel, dequantized in registers, and finished by the GEMM epilogue
-// while it is in cache.
+// W8A8 (gemmInt8): A is quantized to uint8 row by row (each row by its own
+// range, or all by one given scale and zero point) into a scratch buffer,
+// each tile of C is summed in int32 by the ISA's microkernel, dequantized in
+// registers, and finished by the GEMM epilogue while it is in cache.
 //
 // The microkernels: AVX-512 VNNI's VPDPBUSD does 64 products of uint8 by
 // int8 per instruction, four times an f32 FMA's 16. AVX2's VPMADDUBSW also
@@ -40,22 +40,17 @@ constexpr int64_t kQuadRowBytes = kInt8RowQuad * kWeightPanelWidth;
 // Quantizing rows of A
 //===----------------------------------------------------------------------===//
 
-/// quantizeRowToUint8 on W-float vectors. Rounding adds 1.5 · 2^23, whose
-/// ulp is 1, so the sum's low bits hold the value rounded to nearest, ties
-/// to even, as the compiler's quantizers round.
+/// Widens [low, high] to hold the k floats at x (NaN is skipped).
 template <int W>
-KILN_ALWAYS_INLINE void quantizeRow(const float *x, int64_t k, uint8_t *out,
-                                    float &scale, int32_t &zeroPoint) {
+KILN_ALWAYS_INLINE void widenRange(const float *x, int64_t k, float &low, float &high) {
   using F = typename Vec<W>::F;
-  using U = typename Vec<W>::U;
-  F lowest{}, highest{};
+  F lowest = F{} + low, highest = F{} + high;
   int64_t j = 0;
   for (; j + W <= k; j += W) {
     const F v = load<W>(x + j);
     lowest = v < lowest ? v : lowest;
     highest = v > highest ? v : highest;
   }
-  float low = 0.0f, high = 0.0f;
   for (int lane = 0; lane < W; ++lane) {
     low = std::min(low, lowest[lane]);
     high = std::max(high, highest[lane]);
@@ -64,23 +59,43 @@ KILN_ALWAYS_INLINE void quantizeRow(const float *x, int64_t k, uint8_t *out,
     low = std::min(low, x[t]);
     high = std::max(high, x[t]);
   }
-  constexpr float kUint8Max = 255.0f;
+}
+
+constexpr float kUint8Max = 255.0f;
+
+/// The scale and zero point of the range [low, high] (which holds 0): 255
+/// steps of scale, and the zero point where 0 lands.
+void rangeQuantization(float low, float high, float &scale, int32_t &zeroPoint) {
   scale = (high - low) / kUint8Max;
-  // A row of zeros is exact with any scale.
+  // A range of zeros is exact with any scale.
   if (!(scale > 0.0f))
     scale = 1.0f;
-  const float zero = std::clamp(std::nearbyint(-low / scale), 0.0f, kUint8Max);
-  zeroPoint = static_cast<int32_t>(zero);
-  const float inverse = 1.0f / scale;
+  zeroPoint = static_cast<int32_t>(std::clamp(std::nearbyint(-low / scale), 0.0f, kUint8Max));
+}
+
+/// The k floats at x as uint8, as ONNX's QuantizeLinear computes them:
+/// round(x / scale), ties to even, clamped to [−zero point, 255 − zero
+/// point], plus the zero point. Rounding adds 1.5 · 2^23, whose ulp is 1,
+/// so the sum's low bits hold the rounded value (its low byte, plus the
+/// zero point's, is the result).
+template <int W>
+KILN_ALWAYS_INLINE void quantizeRow(const float *x, int64_t k, uint8_t *out, float scale,
+                                    int32_t zeroPoint) {
+  using F = typename Vec<W>::F;
+  using U = typename Vec<W>::U;
+  const float below = -static_cast<float>(zeroPoint);
+  const float above = kUint8Max - static_cast<float>(zeroPoint);
+  const uint32_t zero = static_cast<uint32_t>(zeroPoint);
   constexpr float kRound = 12582912.0f;
   auto quantize = [&](F v) {
-    F y = v * inverse + zero;
-    // NaN compares false and lands on 0.
-    y = y >= 0.0f ? y : F{};
-    y = y <= kUint8Max ? y : F{} + kUint8Max;
-    return (U)(y + kRound) & 0xFF;
+    F y = v / scale;
+    // NaN compares false and lands on `below`: the value 0.
+    y = y >= below ? y : F{} + below;
+    y = y <= above ? y : F{} + above;
+    return ((U)(y + kRound) + zero) & 0xFF;
   };
-  for (j = 0; j + W <= k; j += W) {
+  int64_t j = 0;
+  for (; j + W <= k; j += W) {
     const U values = quantize(load<W>(x + j));
     for (int lane = 0; lane < W; ++lane)
       out[j + lane] = static_cast<uint8_t>(values[lane]);
@@ -94,24 +109,35 @@ KILN_ALWAYS_INLINE void quantizeRow(const float *x, int64_t k, uint8_t *out,
   }
 }
 
-using RowQuantizer = void (*)(const float *x, int64_t k, uint8_t *out,
-                              float &scale, int32_t &zeroPoint);
+/// One ISA's instances of widenRange and quantizeRow.
+struct RowKernels {
+  void (*widenRange)(const float *x, int64_t k, float &low, float &high);
+  void (*quantize)(const float *x, int64_t k, uint8_t *out, float scale, int32_t zeroPoint);
+};
 
-void quantizeRowGeneric(const float *x, int64_t k, uint8_t *out, float &scale,
-                        int32_t &zeroPoint) {
+void widenRangeGeneric(const float *x, int64_t k, float &low, float &high) {
+  widenRange<4>(x, k, low, high);
+}
+void quantizeRowGeneric(const float *x, int64_t k, uint8_t *out, float scale,
+                        int32_t zeroPoint) {
   quantizeRow<4>(x, k, out, scale, zeroPoint);
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void
-quantizeRowAvx2(const float *x, int64_t k, uint8_t *out, float &scale,
-                int32_t &zeroPoint) {
+__attribute__((target("avx2,fma"))) void widenRangeAvx2(const float *x, int64_t k, float &low,
+                                                       float &high) {
+  widenRange<8>(x, k, low, high);
+}
+__attribute__((target("avx2,fma"))) void quantizeRowAvx2(const float *x, int64_t k, uint8_t *out,
+                                                        float scale, int32_t zeroPoint) {
   quantizeRow<8>(x, k, out, scale, zeroPoint);
 }
-
+__attribute__((target("avx512f,avx512bw"))) void widenRangeAvx512(const float *x, int64_t k,
+                                                                 float &low, float &high) {
+  widenRange<16>(x, k, low, high);
+}
 __attribute__((target("avx512f,avx512bw"))) void
-quantizeRowAvx512(const float *x, int64_t k, uint8_t *out, float &scale,
-                  int32_t &zeroPoint) {
+quantizeRowAvx512(const float *x, int64_t k, uint8_t *out, float scale, int32_t zeroPoint) {
   quantizeRow<16>(x, k, out, scale, zeroPoint);
 }
 #endif
@@ -348,12 +374,12 @@ static_assert(kWeightPanelWidth % kGenericColumns == 0 &&
 /// The rows of a product that make it "few": the decode step's batch.
 constexpr int64_t kFewRows = 4;
 
-/// The microkernel and row quantizer for a product of `m` rows on the
+/// The microkernel and row kernels for a product of `m` rows on the
 /// active ISA. VNNI needs more than AVX-512F, so an avx512 ISA on a CPU
 /// without it runs the AVX2 kernel.
 struct Int8Kernels {
   Int8Microkernel kernel;
-  RowQuantizer quantizer;
+  RowKernels rows;
 };
 
 Int8Kernels int8KernelsFor(int64_t m) {
@@ -365,13 +391,14 @@ Int8Kernels int8KernelsFor(int64_t m) {
     return {m <= kFewRows
                 ? Int8Microkernel{vnniInt8KernelFew, kFewRows, 64, "avx512-vnni"}
                 : Int8Microkernel{vnniInt8KernelMany, 12, 32, "avx512-vnni"},
-            quantizeRowAvx512};
+            {widenRangeAvx512, quantizeRowAvx512}};
   if (isa >= GemmIsa::Avx2)
-    return {{avx2Int8Kernel, kAvx2Rows, kAvx2Columns, "avx2"}, quantizeRowAvx2};
+    return {{avx2Int8Kernel, kAvx2Rows, kAvx2Columns, "avx2"},
+            {widenRangeAvx2, quantizeRowAvx2}};
 #endif
   (void)m;
   return {{genericInt8Kernel, kGenericRows, kGenericColumns, "generic"},
-          quantizeRowGeneric};
+          {widenRangeGeneric, quantizeRowGeneric}};
 }
 
 //===----------------------------------------------------------------------===//
@@ -396,31 +423,56 @@ struct QuantizedRows {
 } // namespace
 
 void quantizeRowToUint8(const float *x, int64_t k, uint8_t *out, float &scale,
-                        int32_t &zeroPoint) {
-  int8KernelsFor(1).quantizer(x, k, out, scale, zeroPoint);
+                        int32_t &zeroPoint, bool findRange) {
+  const RowKernels rows = int8KernelsFor(1).rows;
+  if (findRange) {
+    float low = 0.0f, high = 0.0f;
+    rows.widenRange(x, k, low, high);
+    rangeQuantization(low, high, scale, zeroPoint);
+  }
+  rows.quantize(x, k, out, scale, zeroPoint);
 }
 
 const char *int8GemmIsaName() { return int8KernelsFor(1).kernel.name; }
 
-void gemmInt8DynamicRows(int64_t m, int64_t n, int64_t k, const float *a,
-                         int64_t lda, const Int8Weight &b, float *c,
-                         int64_t ldc, ThreadPool *pool,
-                         const GemmEpilogue &epilogue) {
+void gemmInt8(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+              const InputQuantization &input, const Int8Weight &b, float *c,
+              int64_t ldc, ThreadPool *pool, const GemmEpilogue &epilogue) {
   if (m <= 0 || n <= 0)
     return;
   const Int8Kernels kernels = int8KernelsFor(m);
   const Int8Microkernel &kernel = kernels.kernel;
 
+  // Every row's scale and zero point: the given ones, the whole input's
+  // range's, or (below) each row's own.
+  float scale = input.scale;
+  int32_t zeroPoint = input.zeroPoint;
+  if (input.range == InputQuantization::Range::Tensor) {
+    // One pass over A, on the calling thread: it reads m·k floats once,
+    // which the product then reads n / 64 times over.
+    float low = 0.0f, high = 0.0f;
+    for (int64_t i = 0; i < m; ++i)
+      kernels.rows.widenRange(a + i * lda, k, low, high);
+    rangeQuantization(low, high, scale, zeroPoint);
+  }
   thread_local QuantizedRows quantized;
   quantized.ld = std::max<int64_t>(kInt8RowQuad, ceilDiv(k, 64) * 64);
   quantized.values.resize(m * quantized.ld);
-  quantized.scales.resize(m);
-  quantized.zeroPoints.resize(m);
+  quantized.scales.assign(m, scale);
+  quantized.zeroPoints.assign(m, zeroPoint);
   QuantizedRows &rows = quantized; // the workers reach the caller's buffers
+  const bool perRow = input.range == InputQuantization::Range::Row;
   auto quantizeRows = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      kernels.quantizer(a + i * lda, k, rows.values.data() + i * rows.ld,
-                        rows.scales[i], rows.zeroPoints[i]);
+    for (int64_t i = begin; i < end; ++i) {
+      const float *row = a + i * lda;
+      if (perRow) {
+        float low = 0.0f, high = 0.0f;
+        kernels.rows.widenRange(row, k, low, high);
+        rangeQuantization(low, high, rows.scales[i], rows.zeroPoints[i]);
+      }
+      kernels.rows.quantize(row, k, rows.values.data() + i * rows.ld, rows.scales[i],
+                            rows.zeroPoints[i]);
+    }
   };
   // A pass over A's floats: split by the bytes it streams, a row a strip.
   detail::splitStripsOverThreads(pool, m, /*multiplyAdds=*/0,

@@ -5,11 +5,23 @@ tiny models' weights have several groups; decoders also with
 weights it quantized, and ONNX Runtime runs the export with exactly those
 weights replaced by their dequantized values (bench/quantization.py redoes
 kiln's quantization in numpy), and for int8-dynamic the products' inputs
-quantized and multiplied back per row by ONNX ops. The export is also written with its MatMuls
-as ONNX Runtime's 4-bit MatMulNBits (bench/quantization.py, as ORT's
-quantizer lays them out), which kiln compiles as it is and ORT runs as
-the reference. Kiln's outputs must match within 1e-4 of
-the largest, as the f32 builds do (W8A8: see DYNAMIC_SHARE): the quantized kernels compute the same
+quantized and multiplied back per row by ONNX ops. The export is also
+written in ONNX Runtime's own quantized formats (bench/quantization.py, as
+ORT's tools write them), which kiln compiles as they are and ORT runs as
+the reference: its MatMuls as 4-bit MatMulNBits, and as quantize_static's
+QDQ model (QuantizeLinear/DequantizeLinear around the MatMuls by constant
+weights: int8 weights, activations calibrated on every case's inputs at
+other seeds than those checked), once with int8 activations and weights
+per tensor (qdq_int8), once with uint8 activations and weights per column
+(qdq_uint8_per_channel), and once with kiln's folding of the quantized
+products off (qdq_int8_as_written); and as quantize_dynamic's QOperator
+model (DynamicQuantizeLinear, MatMulInteger, and the scales multiplied
+back: int8 weights, uint8 activations quantized at run time), with
+weights per tensor (dynamic_int8), per column (dynamic_int8_per_channel),
+and per tensor with the folding off (dynamic_int8_as_written). Kiln's
+outputs must match within 1e-4 of the largest, as the f32 builds do
+(W8A8, QDQ and dynamic, whose products' inputs are quantized too: see
+DYNAMIC_SHARE): the quantized kernels compute the same
 products as the dequantized f32 weights. The quantization error itself
 (against the f32 export) is printed, not checked: on random weights it
 says nothing of accuracy (bench/run.py reports it).
@@ -18,6 +30,7 @@ usage: compare_quantized.py KILNC KILN_RUN WORK_DIR MODELS_DIR...
 KILN_E2E_ONLY=NAME runs only the models whose file name contains NAME.
 """
 
+import collections
 import json
 import os
 import sys
@@ -38,8 +51,23 @@ TOLERANCE = 1e-4
 # they are still far closer to the reference than to f32, which is what is
 # checked: the relative RMS error against the reference at most
 # DYNAMIC_SHARE of the quantization's own (against f32), or TOLERANCE.
+# A QDQ or dynamic (DynamicQuantizeLinear) model is checked so too: kiln
+# quantizes each product's input as its own f32 kernels computed it, as
+# ORT does its own (on hf_qwen3, ORT running the QDQ model and ORT running
+# the same quantization as float ops differ by an eighth of the
+# quantization error).
 DYNAMIC_SHARE = 0.25
 GROUP_SIZE = 32
+# The QDQ models' calibration: every case, at seeds from this one on (the
+# cases checked use seeds 0, 1, ...), so that a decoder's ranges include
+# those with a past.
+CALIBRATION_SEED = 100
+# A variant whose model bench/quantization.py writes in one of ONNX
+# Runtime's formats: `what` it quantized (for the messages), write(path)
+# writing it and returning how many MatMuls it quantized, kilnc's
+# `options`, and whether the products' inputs are quantized too (then
+# checked by relative RMS error, see DYNAMIC_SHARE).
+Written = collections.namedtuple("Written", "what write options inputs_quantized")
 
 
 def compare_model(kilnc, kiln_run, model, work_dir):
@@ -51,23 +79,53 @@ def compare_model(kilnc, kiln_run, model, work_dir):
     if cases is compare_ort.DECODER_CASES:
         for mode in ("int8", "int4", "int8_dynamic"):
             variants[f"{mode}_lm_head"] = [*variants[mode], "--quantize-lm-head"]
-    # ONNX Runtime's own 4-bit format: the export with its MatMuls as
-    # MatMulNBits, which kiln imports and ORT runs as written.
-    variants["matmul_nbits"] = None
+    # ONNX Runtime's own formats, which kiln imports and ORT runs as
+    # written (Written). The QDQ and dynamic models once more with their
+    # quantized products left unfolded (kiln-fold-quantized-products off):
+    # their quantizing ops then run as written, which checks their own
+    # lowering.
+    calibration = [harness.make_inputs(model, *case, seed=seed)
+                   for seed, case in enumerate(cases, CALIBRATION_SEED)]
+    def qdq(activation_type, per_channel=False):
+        return lambda path: quantization.qdq_model(model, path, calibration, activation_type,
+                                                   per_channel=per_channel)
+    def dynamic(per_channel=False):
+        return lambda path: quantization.dynamic_model(model, path, per_channel=per_channel)
+    unfolded = ["--disable=fold-quantized-products"]
+    written = {
+        "matmul_nbits": Written("MatMulNBits", lambda path: quantization.matmul_nbits_model(
+            model, path, GROUP_SIZE), [], inputs_quantized=False),
+        "qdq_int8": Written("QDQ MatMuls", qdq("int8"), [], inputs_quantized=True),
+        "qdq_uint8_per_channel": Written("QDQ MatMuls", qdq("uint8", per_channel=True), [],
+                                         inputs_quantized=True),
+        "qdq_int8_as_written": Written("QDQ MatMuls", qdq("int8"), unfolded,
+                                       inputs_quantized=True),
+        "dynamic_int8": Written("MatMulIntegers", dynamic(), [], inputs_quantized=True),
+        "dynamic_int8_per_channel": Written("MatMulIntegers", dynamic(per_channel=True), [],
+                                            inputs_quantized=True),
+        "dynamic_int8_as_written": Written("MatMulIntegers", dynamic(), unfolded,
+                                           inputs_quantized=True),
+    }
+    variants.update(written)
     names = harness.output_names(model)
     for variant, options in variants.items():
         artifact = os.path.join(work_dir, f"{model_name}.{variant}.kiln")
         reference = os.path.join(work_dir, f"{model_name}.{variant}.reference.onnx")
-        if options is None:
-            count = quantization.matmul_nbits_model(model, reference, GROUP_SIZE)
+        # Where the products' inputs are quantized (W8A8, QDQ, dynamic):
+        # the relative RMS error against the reference, at most
+        # DYNAMIC_SHARE of the quantization's own against f32.
+        if variant in written:
+            what, write, compile_options, relative_rms = options
+            count = write(reference)
             if not count:
                 print(f"SKIP: {model_name} {variant}: no MatMul by a constant weight "
-                      "(its products are Gemms), nothing to write as MatMulNBits")
+                      f"(its products are Gemms), nothing to write as {what}")
                 continue
             harness.run_command([kilnc, reference, "-o", artifact,
-                                 *compare_ort.dim_bounds(cases, dims)])
-            quantized = f"{count} MatMulNBits"
+                                 *compare_ort.dim_bounds(cases, dims), *compile_options])
+            quantized = f"{count} {what}"
         else:
+            relative_rms = "--quantize=int8-dynamic" in options
             report_path = os.path.join(work_dir, f"{model_name}.{variant}.json")
             # W8A8 scales whole columns: no group size.
             groups = [] if "--quantize=int8-dynamic" in options else [
@@ -99,9 +157,12 @@ def compare_model(kilnc, kiln_run, model, work_dir):
             for name in names:
                 error = harness.max_relative_error(kiln[name], ort[name])
                 quantization_error = harness.max_relative_error(kiln[name], f32[name])
-                if options and "--quantize=int8-dynamic" in options:
+                if relative_rms:
                     rms = harness.relative_rms_error(kiln[name], ort[name])
-                    quantization_error = harness.relative_rms_error(kiln[name], f32[name])
+                    # A written model: the reference's own error, which
+                    # does not depend on kiln.
+                    quantization_error = harness.relative_rms_error(
+                        ort[name] if variant in written else kiln[name], f32[name])
                     ok = rms <= max(TOLERANCE, DYNAMIC_SHARE * quantization_error)
                     measured = f"relative RMS error {rms:.3g} (max {error:.3g})"
                 else:

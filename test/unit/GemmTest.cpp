@@ -527,7 +527,7 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
 KILN_INSTANTIATE_PER_ISA(SgemmTest);
 
 //===----------------------------------------------------------------------===//
-// gemmInt8DynamicRows, per ISA
+// gemmInt8, per ISA
 //===----------------------------------------------------------------------===//
 
 /// A k×n B as an Int8Weight (k a multiple of 4): random int8 values in
@@ -572,33 +572,46 @@ struct Int8Matrix {
   }
 };
 
-/// A's rows as gemmInt8DynamicRows quantizes them (its documented
-/// formula, in double): the scale, and the values multiplied back.
+/// A's rows as gemmInt8 quantizes them (its documented formula, in
+/// double): the scale, and the values multiplied back.
 struct QuantizedRowReference {
   double scale;
   std::vector<double> dequantized;
 
-  QuantizedRowReference(const float *x, int64_t k) {
-    double low = 0, high = 0;
-    for (int64_t p = 0; p < k; ++p) {
-      low = std::min<double>(low, x[p]);
-      high = std::max<double>(high, x[p]);
-    }
-    scale = high > low ? (high - low) / 255 : 1;
-    const double zero = std::clamp(std::nearbyint(-low / scale), 0.0, 255.0);
+  /// Row `x` of k floats quantized as `input` says; a range is the row's,
+  /// or [low, high] when given (the whole input's).
+  QuantizedRowReference(const float *x, int64_t k, const InputQuantization &input,
+                        double low = 0, double high = 0) {
+    const bool fixed = input.range == InputQuantization::Range::Fixed;
+    if (input.range == InputQuantization::Range::Row)
+      for (int64_t p = 0; p < k; ++p) {
+        low = std::min<double>(low, x[p]);
+        high = std::max<double>(high, x[p]);
+      }
+    scale = fixed ? input.scale : high > low ? (high - low) / 255 : 1;
+    const double zero = !fixed
+                            ? std::clamp(std::nearbyint(-low / scale), 0.0, 255.0)
+                            : input.zeroPoint;
     for (int64_t p = 0; p < k; ++p)
       dequantized.push_back(
-          (std::clamp(std::nearbyint(x[p] / scale + zero), 0.0, 255.0) - zero) * scale);
+          (std::clamp(std::nearbyint(x[p] / scale) + zero, 0.0, 255.0) - zero) * scale);
   }
 };
 
-/// Checks C against A·B with A quantized per row as the reference does,
-/// up to f32 rounding and one value of the row rounded the other way.
-void expectInt8Product(const Matrix &a, const Int8Matrix &b, const Matrix &c,
-                       const std::string &what) {
+/// Checks C against A·B with A quantized as the reference does, up to f32
+/// rounding and one value of the row rounded the other way.
+void expectInt8Product(const Matrix &a, const InputQuantization &input,
+                       const Int8Matrix &b, const Matrix &c, const std::string &what) {
+  double low = 0, high = 0;
+  if (input.range == InputQuantization::Range::Tensor)
+    for (int64_t i = 0; i < a.rows; ++i)
+      for (int64_t p = 0; p < a.cols; ++p) {
+        low = std::min<double>(low, a.at(i, p));
+        high = std::max<double>(high, a.at(i, p));
+      }
   int64_t mismatches = 0;
   for (int64_t i = 0; i < c.rows; ++i) {
-    const QuantizedRowReference row(&a.data[i * a.ld], a.cols);
+    const QuantizedRowReference row(&a.data[i * a.ld], a.cols, input, low, high);
     for (int64_t j = 0; j < c.cols; ++j) {
       double sum = 0, magnitude = 0, largestWeight = 0;
       for (int64_t p = 0; p < a.cols; ++p) {
@@ -647,7 +660,8 @@ TEST_P(Int8GemmTest, QuantizesRowsByTheirRange) {
       float scale;
       int32_t zeroPoint;
       quantizeRowToUint8(x.data.data(), k, values.data(), scale, zeroPoint);
-      const QuantizedRowReference reference(x.data.data(), k);
+      const QuantizedRowReference reference(x.data.data(), k,
+                                            InputQuantization::perRowRange());
       EXPECT_NEAR(scale, reference.scale, 1e-6 * reference.scale);
       EXPECT_EQ(zeroPoint, shift > 0 ? 0 : shift < 0 ? 255 : zeroPoint);
       for (int64_t p = 0; p < k; ++p)
@@ -671,6 +685,39 @@ TEST_P(Int8GemmTest, QuantizesRowsByTheirRange) {
   EXPECT_LE(std::fabs((values[2] - zeroPoint) * scale + 1.0f), 0.5001f * scale);
 }
 
+TEST_P(Int8GemmTest, QuantizesRowsAsQuantizeLinearWithAFixedScale) {
+  // ONNX's QuantizeLinear in f32: round(x / s) to even, clamped to
+  // [-z, 255 - z], plus z. Values on ties (x / s = n + 0.5) round to even,
+  // and values past either end clamp; NaN lands on 0.
+  std::mt19937 rng(41);
+  const float scale = 0.0625f;
+  const int32_t zeroPoint = 77;
+  for (int64_t k : {1, 7, 16, 45, 301}) {
+    Matrix x(1, k, 0, rng);
+    for (int64_t p = 0; p < k; ++p)
+      x.at(0, p) = p % 3 == 0   ? (std::floor(x.at(0, p) * 40) + 0.5f) * scale
+                   : p % 3 == 1 ? x.at(0, p) * 30
+                                : x.at(0, p) * 5;
+    if (k > 1)
+      x.at(0, 1) = kNaN;
+    std::vector<uint8_t> values(k);
+    float givenScale = scale;
+    int32_t givenZeroPoint = zeroPoint;
+    quantizeRowToUint8(x.data.data(), k, values.data(), givenScale, givenZeroPoint,
+                       /*findRange=*/false);
+    EXPECT_EQ(givenScale, scale);
+    EXPECT_EQ(givenZeroPoint, zeroPoint);
+    for (int64_t p = 0; p < k; ++p) {
+      const float quotient = x.at(0, p) / scale;
+      const float expected =
+          std::isnan(quotient)
+              ? 0.0f
+              : std::clamp(std::nearbyint(quotient) + zeroPoint, 0.0f, 255.0f);
+      ASSERT_EQ(values[p], expected) << "k " << k << " at " << p << ": " << x.at(0, p);
+    }
+  }
+}
+
 TEST_P(Int8GemmTest, SumsExactlyWhenTheRowsQuantizeExactly) {
   // Rows whose values are (q − z) · 2^-5 with q spanning [0, 255]: they
   // quantize to q and z exactly, so C is the integer product, scaled, and
@@ -690,7 +737,7 @@ TEST_P(Int8GemmTest, SumsExactlyWhenTheRowsQuantizeExactly) {
     }
     Matrix c(shape.m, shape.n, 1, rng);
     std::fill(c.data.begin(), c.data.end(), kNaN);
-    gemmInt8DynamicRows(shape.m, shape.n, shape.k, a.data.data(), a.ld, b.weight(),
+    gemmInt8(shape.m, shape.n, shape.k, a.data.data(), a.ld, InputQuantization::perRowRange(), b.weight(),
                         c.data.data(), c.ld, nullptr);
     // The reference's weights were rounded to f32 once each, so it is
     // within about 1e-7 of Σ|a·b| of the exact product.
@@ -711,7 +758,9 @@ TEST_P(Int8GemmTest, MatchesQuantizedReference) {
   // One to 4 rows (the few-rows kernel), tiles of 4 and 12 rows and their
   // remainders, blocks of rows past L2's (k = 1028: 252 rows), partial
   // strips, one column, several panels with junk between them; one thread
-  // and two.
+  // and two. Rows quantized by their own range, by the whole input's, and
+  // by one fixed scale and zero point that clamps some values (A's values
+  // lie in [-1, 1]).
   ThreadPool twoThreads(2);
   std::mt19937 rng(31);
   for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 4}, {17, 8}, {64, 100},
@@ -722,14 +771,18 @@ TEST_P(Int8GemmTest, MatchesQuantizedReference) {
         if (m * k > 100000 && padding == 0)
           continue; // the big shapes once, with padding
         const Matrix a(m, k, 3 * padding, rng);
-        for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
-          Matrix c(m, n, padding, rng);
-          std::fill(c.data.begin(), c.data.end(), kNaN);
-          gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(),
-                              c.data.data(), c.ld, pool);
-          expectInt8Product(a, b, c,
-                            shapeName({m, n, k}) + " padding " + std::to_string(padding) +
-                                (pool ? " 2 threads" : " serial"));
+        for (auto input : {InputQuantization::perRowRange(), InputQuantization::tensorRange(),
+                           InputQuantization::fixed(1.5f / 255, 100)}) {
+          for (ThreadPool *pool : {static_cast<ThreadPool *>(nullptr), &twoThreads}) {
+            Matrix c(m, n, padding, rng);
+            std::fill(c.data.begin(), c.data.end(), kNaN);
+            gemmInt8(m, n, k, a.data.data(), a.ld, input, b.weight(), c.data.data(), c.ld,
+                     pool);
+            expectInt8Product(a, input, b, c,
+                              shapeName({m, n, k}) + " padding " + std::to_string(padding) +
+                                  " range " + std::to_string(static_cast<int>(input.range)) +
+                                  (pool ? " 2 threads" : " serial"));
+          }
         }
       }
     }
@@ -752,13 +805,13 @@ TEST_P(Int8GemmTest, AppliesEpilogueAndIgnoresThreadCount) {
     epilogue.residual = residual.data.data();
     epilogue.ldr = residual.ld;
     Matrix serial(m, n, 0, rng), parallel(m, n, 0, rng);
-    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), serial.data.data(),
+    gemmInt8(m, n, k, a.data.data(), a.ld, InputQuantization::perRowRange(), b.weight(), serial.data.data(),
                         serial.ld, nullptr, epilogue);
-    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), parallel.data.data(),
+    gemmInt8(m, n, k, a.data.data(), a.ld, InputQuantization::perRowRange(), b.weight(), parallel.data.data(),
                         parallel.ld, &threads, epilogue);
     EXPECT_EQ(serial.data, parallel.data) << m << " rows";
     Matrix plain(m, n, 0, rng);
-    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), plain.data.data(),
+    gemmInt8(m, n, k, a.data.data(), a.ld, InputQuantization::perRowRange(), b.weight(), plain.data.data(),
                         plain.ld, nullptr);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
@@ -879,32 +932,43 @@ TEST(KilnUkernelLinearTest, QuantizedWeightThroughTheParameterStruct) {
 
 TEST(KilnUkernelLinearTest, Int8WeightWithQuantizedInputThroughTheParameterStruct) {
   // weight_dtype KILN_WEIGHT_I8_ROW_QUADS with input_quantization
-  // KILN_INPUT_U8_DYNAMIC_ROWS, a bias, as kiln-quantize-weights lays the
-  // weight out with quantize-inputs: few rows and many.
+  // KILN_INPUT_U8_DYNAMIC_ROWS (kiln-quantize-weights' quantize-inputs),
+  // KILN_INPUT_U8_DYNAMIC_TENSOR (DynamicQuantizeLinear's) and
+  // KILN_INPUT_U8_STATIC (a QDQ model's), a bias: few rows and many.
   std::mt19937 rng(8);
   const int64_t n = 70, k = 148;
   const Int8Matrix b(k, n, 1, rng);
   const Matrix bias(1, n, 0, rng);
-  for (int64_t m : {2, 40}) {
-    const Matrix a(m, k, 0, rng);
-    Matrix c(m, n, 1, rng), expected(m, n, 1, rng);
-    kiln_linear_params_t params =
-        linearParams(m, n, k, a, b.values.data(), b.ld, /*layout=*/2, c);
-    params.weight_dtype = KILN_WEIGHT_I8_ROW_QUADS;
-    params.input_quantization = KILN_INPUT_U8_DYNAMIC_ROWS;
-    params.scales = b.scales.data();
-    params.column_sums = b.columnSums.data();
-    params.scales_stride = b.scalesLd;
-    params.group_size = k;
-    params.bias = bias.data.data();
-    kiln_ukernel_linear(&params);
-    GemmEpilogue epilogue;
-    epilogue.bias = bias.data.data();
-    gemmInt8DynamicRows(m, n, k, a.data.data(), a.ld, b.weight(), expected.data.data(),
-                        expected.ld, nullptr, epilogue);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j)
-        ASSERT_EQ(c.at(i, j), expected.at(i, j)) << m << " rows at [" << i << "," << j << "]";
+  for (auto input : {InputQuantization::perRowRange(), InputQuantization::tensorRange(),
+                     InputQuantization::fixed(0.01f, 131)}) {
+    for (int64_t m : {2, 40}) {
+      const Matrix a(m, k, 0, rng);
+      Matrix c(m, n, 1, rng), expected(m, n, 1, rng);
+      kiln_linear_params_t params =
+          linearParams(m, n, k, a, b.values.data(), b.ld, /*layout=*/2, c);
+      params.weight_dtype = KILN_WEIGHT_I8_ROW_QUADS;
+      params.input_quantization =
+          input.range == InputQuantization::Range::Row      ? KILN_INPUT_U8_DYNAMIC_ROWS
+          : input.range == InputQuantization::Range::Tensor ? KILN_INPUT_U8_DYNAMIC_TENSOR
+                                                            : KILN_INPUT_U8_STATIC;
+      params.input_scale = input.scale;
+      params.input_zero_point = input.zeroPoint;
+      params.scales = b.scales.data();
+      params.column_sums = b.columnSums.data();
+      params.scales_stride = b.scalesLd;
+      params.group_size = k;
+      params.bias = bias.data.data();
+      kiln_ukernel_linear(&params);
+      GemmEpilogue epilogue;
+      epilogue.bias = bias.data.data();
+      gemmInt8(m, n, k, a.data.data(), a.ld, input, b.weight(), expected.data.data(),
+               expected.ld, nullptr, epilogue);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          ASSERT_EQ(c.at(i, j), expected.at(i, j))
+              << m << " rows at [" << i << "," << j << "], "
+              << "range " << static_cast<int>(input.range);
+    }
   }
 }
 
@@ -949,7 +1013,7 @@ TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
     params.column_sums = columnSums;
     kiln_ukernel_linear(&params);
   };
-  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, 2, 4, 4, &columnSum),
+  EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, 4, 4, 4, &columnSum),
                "unknown input quantization");
   const char *pairing = "an input is quantized exactly when the weight is int8 in row quads";
   EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_F32, 4, 4, &columnSum), pairing);
@@ -960,6 +1024,25 @@ TEST(KilnUkernelLinearDeathTest, UnknownCodesTrap) {
   EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_U8_DYNAMIC_ROWS, 4, 4, nullptr), shape);
   EXPECT_DEATH(int8Linear(KILN_WEIGHT_I8_ROW_QUADS, KILN_INPUT_U8_DYNAMIC_ROWS,
                           kMaxInt8Depth + 4, kMaxInt8Depth + 4, &columnSum), shape);
+
+  // A static input quantization's scale and zero point.
+  auto staticLinear = [&](double scale, int64_t zeroPoint) {
+    kiln_linear_params_t params = linearParams(1, 1, 4, a, b.data.data(), 1, 2, c);
+    params.weight_dtype = KILN_WEIGHT_I8_ROW_QUADS;
+    params.input_quantization = KILN_INPUT_U8_STATIC;
+    params.group_size = 4;
+    params.column_sums = &columnSum;
+    params.input_scale = scale;
+    params.input_zero_point = zeroPoint;
+    kiln_ukernel_linear(&params);
+  };
+  const char *parameters = "a static input quantization needs a finite positive scale";
+  EXPECT_DEATH(staticLinear(0.0, 0), parameters);
+  EXPECT_DEATH(staticLinear(-1.0, 0), parameters);
+  EXPECT_DEATH(staticLinear(std::nan(""), 0), parameters);
+  EXPECT_DEATH(staticLinear(1e300, 0), parameters);
+  EXPECT_DEATH(staticLinear(0.5, -1), parameters);
+  EXPECT_DEATH(staticLinear(0.5, 256), parameters);
 }
 
 TEST(GemmIsaTest, NamesAndLimits) {

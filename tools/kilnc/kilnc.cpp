@@ -85,7 +85,8 @@ cl::list<std::string> dimBounds(
 cl::list<std::string> disabledOptimizations(
     "disable",
     cl::desc("Turn off optimizations, to measure their effect: "
-             "constant-fold, fusion (every fusion), fuse-attention, "
+             "fold-quantized-products, constant-fold, fusion (every "
+             "fusion), fuse-attention, "
              "fuse-normalizations, fuse-activations, fuse-rotary, "
              "fuse-gemm-epilogues, fuse-elementwise, duplicate-producers, "
              "pack-weights, memory-plan"),

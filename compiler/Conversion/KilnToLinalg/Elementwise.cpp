@@ -267,7 +267,24 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
               b, loc, {result, args[next]});
         return result;
       })
-      .Case([&](CastOp) { return emitCast(b, loc, x, resultType); });
+      .Case([&](CastOp) { return emitCast(b, loc, x, resultType); })
+      .Case([&](QuantizeOp) -> Value {
+        // round(x / scale) + zero point, clamped to int8: maxnum and minnum
+        // take the bound where the value is NaN, which lands on -128.
+        Type f32 = b.getF32Type();
+        Value rounded = b.create<math::RoundEvenOp>(
+            loc, b.create<arith::DivFOp>(loc, x, args[1]));
+        Value shifted = b.create<arith::AddFOp>(loc, rounded, emitCast(b, loc, args[2], f32));
+        Value low = b.create<arith::MaxNumFOp>(loc, shifted, scalarConstant(b, loc, f32, -128));
+        Value clamped = b.create<arith::MinNumFOp>(loc, low, scalarConstant(b, loc, f32, 127));
+        return emitCast(b, loc, clamped, resultType);
+      })
+      .Case([&](DequantizeOp) -> Value {
+        // Both integers are exact in f32, so is their difference.
+        Value difference = b.create<arith::SubFOp>(loc, emitCast(b, loc, x, resultType),
+                                                   emitCast(b, loc, args[2], resultType));
+        return b.create<arith::MulFOp>(loc, difference, args[1]);
+      });
 }
 
 /// The ops emitScalar knows.
@@ -290,7 +307,8 @@ static ArrayRef<StringRef> elementwiseOpNames() {
       MinOp::getOperationName(),     AndOp::getOperationName(),
       OrOp::getOperationName(),      XorOp::getOperationName(),
       CompareOp::getOperationName(), WhereOp::getOperationName(),
-      ClampOp::getOperationName(),   CastOp::getOperationName()};
+      ClampOp::getOperationName(),   CastOp::getOperationName(),
+      QuantizeOp::getOperationName(), DequantizeOp::getOperationName()};
   return names;
 }
 
@@ -420,13 +438,70 @@ struct RotaryLowering : public OpConversionPattern<RotaryOp> {
   }
 };
 
+/// kiln.dynamic_quantize as the kiln ops that compute it, which lower in
+/// turn: the range's ends as full reductions (the minimum as the negated
+/// maximum of -x), its scale and zero point as 0-d arithmetic, and the
+/// values as a kiln.quantize by them.
+struct DynamicQuantizeLowering : public OpConversionPattern<DynamicQuantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DynamicQuantizeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    auto scalarType = RankedTensorType::get({}, rewriter.getF32Type());
+    auto scalar = [&](float value) -> Value {
+      return rewriter.create<ConstantOp>(loc, scalarType,
+                                         DenseElementsAttr::get(scalarType, value));
+    };
+    auto allAxes = rewriter.getDenseI64ArrayAttr(
+        llvm::to_vector(llvm::seq<int64_t>(0, type.getRank())));
+    auto maximum = [&](Value value) -> Value {
+      return rewriter.create<ReduceMaxOp>(loc, scalarType, value, allAxes, false);
+    };
+    Value zero = scalar(0.0f);
+    Value high = rewriter.create<MaxOp>(loc, scalarType, maximum(x), zero);
+    Value low = rewriter.create<MinOp>(
+        loc, scalarType,
+        rewriter.create<NegOp>(loc, scalarType,
+                               maximum(rewriter.create<NegOp>(loc, type, x))),
+        zero);
+    Value step = rewriter.create<DivOp>(
+        loc, scalarType, rewriter.create<SubOp>(loc, scalarType, high, low), scalar(255.0f));
+    // A range of zeros is exact with any scale: 1, as the runtime's.
+    auto boolType = RankedTensorType::get({}, rewriter.getI1Type());
+    Value scale = rewriter.create<WhereOp>(
+        loc, scalarType,
+        rewriter.create<CompareOp>(loc, boolType, ComparePredicate::gt, step, zero), step,
+        scalar(1.0f));
+    Value zeroPoint = rewriter.create<ClampOp>(
+        loc, scalarType,
+        rewriter.create<RoundOp>(
+            loc, scalarType,
+            rewriter.create<DivOp>(loc, scalarType,
+                                   rewriter.create<NegOp>(loc, scalarType, low), scale)),
+        zero, scalar(255.0f));
+    auto zeroPointType = cast<RankedTensorType>(op.getZeroPoint().getType());
+    // Held lowered by 128; the difference is an integer, which the cast
+    // keeps exactly.
+    Value lowered = rewriter.create<CastOp>(
+        loc, zeroPointType,
+        rewriter.create<SubOp>(loc, scalarType, zeroPoint, scalar(128.0f)));
+    Value values = rewriter.create<QuantizeOp>(loc, op.getResult().getType(), x, scale, lowered);
+    rewriter.replaceOp(op, {values, scale, lowered});
+    return success();
+  }
+};
+
 } // namespace
 
 void populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   for (StringRef name : lowering::elementwiseOpNames())
     patterns.add<ElementwiseLowering>(name, ctx);
-  patterns.add<RotaryLowering>(ctx);
+  patterns.add<RotaryLowering, DynamicQuantizeLowering>(ctx);
 }
 
 } // namespace kiln

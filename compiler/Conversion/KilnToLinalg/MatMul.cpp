@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/bit.h"
 
 using namespace mlir;
 
@@ -319,7 +320,15 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
                                       : op.getQuantizeInput() ? KILN_WEIGHT_I8_ROW_QUADS
                                                               : KILN_WEIGHT_I8;
     kiln_input_quantization_t inputQuantization =
-        op.getQuantizeInput() ? KILN_INPUT_U8_DYNAMIC_ROWS : KILN_INPUT_F32;
+        !op.getQuantizeInput()     ? KILN_INPUT_F32
+        : op.getInputScaleAttr()   ? KILN_INPUT_U8_STATIC
+        : op.getInputTensorRange() ? KILN_INPUT_U8_DYNAMIC_TENSOR
+                                   : KILN_INPUT_U8_DYNAMIC_ROWS;
+    // A static quantization's scale is a double slot: its bits, as i64.
+    const double inputScale =
+        op.getInputScaleAttr() ? op.getInputScaleAttr().getValueAsDouble() : 0.0;
+    const int64_t inputZeroPoint =
+        op.getInputZeroPointAttr() ? op.getInputZeroPointAttr().getInt() : 0;
     // The slots of kiln_linear_params_t, in declaration order.
     SmallVector<Value> slots = {
         out.sizes[0],
@@ -337,6 +346,8 @@ struct LinearLowering : public OpConversionPattern<LinearOp> {
         scalesStride,
         groupSize,
         i64Constant(rewriter, loc, inputQuantization),
+        i64Constant(rewriter, loc, llvm::bit_cast<int64_t>(inputScale)),
+        i64Constant(rewriter, loc, inputZeroPoint),
         bias,
         i64Constant(rewriter, loc, activation),
         gate,
@@ -428,8 +439,78 @@ struct EinsumLowering : public OpConversionPattern<EinsumOp> {
   }
 };
 
+namespace {
+
+/// kiln.matmul_integer as one linalg.generic over [rows, N, K]: each
+/// operand's difference from its zero point, widened to i32, multiplied and
+/// summed. This is the product as written; the ones that a model runs by
+/// its weights are folded into int8 kiln.linear before
+/// (kiln-fold-quantized-products).
+struct MatMulIntegerLowering : public OpConversionPattern<MatMulIntegerOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MatMulIntegerOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+    SmallVector<OpFoldResult> lhsSizes = sizesOf(rewriter, loc, lhs);
+    SmallVector<OpFoldResult> rhsSizes = sizesOf(rewriter, loc, rhs);
+    OpFoldResult k = lhsSizes.back(), n = rhsSizes[1];
+    checkSameSize(rewriter, loc, op, rhsSizes[0], k, "the operands' contraction sizes differ");
+    Value rhsZeroPoint = adaptor.getRhsZeroPoint();
+    const bool perColumn = cast<RankedTensorType>(rhsZeroPoint.getType()).getRank() == 1;
+    if (perColumn)
+      checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, rhsZeroPoint)[0], n,
+                    "rhs_zero_point does not have one value per column");
+    SmallVector<OpFoldResult> resultSizes(lhsSizes.begin(), lhsSizes.end() - 1);
+    resultSizes.push_back(n);
+    checkResultSizes(rewriter, loc, op, resultType, resultSizes);
+    OpFoldResult rows = multiplySizes(rewriter, loc, ArrayRef(resultSizes).drop_back());
+    Value flatLhs = reshapeRows(rewriter, loc, lhs, tensorType({rows, k}, i8), {rows, k});
+    Value init = zeroFilled(rewriter, loc, {rows, n}, i32);
+
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr row, column, depth;
+    bindDims(ctx, row, column, depth);
+    auto map = [&](ArrayRef<AffineExpr> results) {
+      return AffineMap::get(3, 0, results, ctx);
+    };
+    SmallVector<AffineMap> maps = {map({row, depth}), map({depth, column}), map({}),
+                                   perColumn ? map({column}) : map({}), map({row, column})};
+    SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                  utils::IteratorType::parallel,
+                                                  utils::IteratorType::reduction};
+    Value product =
+        rewriter
+            .create<linalg::GenericOp>(
+                loc, init.getType(),
+                ValueRange{flatLhs, rhs, adaptor.getLhsZeroPoint(), rhsZeroPoint}, init, maps,
+                iterators,
+                [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
+                  auto difference = [&](Value value, Value zeroPoint) -> Value {
+                    return b.create<arith::SubIOp>(
+                        nestedLoc, b.create<arith::ExtSIOp>(nestedLoc, i32, value),
+                        b.create<arith::ExtSIOp>(nestedLoc, i32, zeroPoint));
+                  };
+                  Value term = b.create<arith::MulIOp>(nestedLoc, difference(args[0], args[2]),
+                                                       difference(args[1], args[3]));
+                  b.create<linalg::YieldOp>(
+                      nestedLoc, ValueRange{b.create<arith::AddIOp>(nestedLoc, args[4], term)});
+                })
+            .getResult(0);
+    rewriter.replaceOp(op, reshapeRows(rewriter, loc, product, resultType, resultSizes));
+    return success();
+  }
+};
+
+} // namespace
+
 void populateMatMulLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulLowering, LinearLowering, EinsumLowering>(patterns.getContext());
+  patterns.add<MatMulLowering, LinearLowering, EinsumLowering, MatMulIntegerLowering>(
+      patterns.getContext());
 }
 
 } // namespace kiln

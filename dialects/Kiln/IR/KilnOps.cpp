@@ -13,6 +13,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -121,6 +123,64 @@ static LogicalResult verifyTrailingOperand(Operation *op, Value tensor,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
+/// kiln.quantize's and kiln.dequantize's shapes: the result has the
+/// input's, and the scale and zero point share one that broadcasts into it
+/// (each dim 1 or the input's, aligned to its last).
+static LogicalResult verifyQuantizationShapes(Operation *op, Value input,
+                                              Value scale, Value zeroPoint,
+                                              Value result) {
+  ArrayRef<int64_t> inputShape = shapeOf(input), parameters = shapeOf(scale);
+  if (failed(verifyResultShape(op, inputShape, result)))
+    return failure();
+  if (shapeOf(zeroPoint) != parameters)
+    return op->emitOpError() << "the zero point " << zeroPoint.getType()
+                             << " must have the scale's shape " << formatShape(parameters);
+  bool broadcasts = parameters.size() <= inputShape.size();
+  for (size_t i = 0; broadcasts && i < parameters.size(); ++i) {
+    int64_t dim = parameters[parameters.size() - 1 - i];
+    int64_t inputDim = inputShape[inputShape.size() - 1 - i];
+    broadcasts = dim == 1 || ShapedType::isDynamic(dim) || ShapedType::isDynamic(inputDim) ||
+                 dim == inputDim;
+  }
+  if (!broadcasts)
+    return op->emitOpError() << "the scale's shape " << formatShape(parameters)
+                             << " does not broadcast into the input's "
+                             << formatShape(inputShape);
+  return success();
+}
+
+LogicalResult QuantizeOp::verify() {
+  return verifyQuantizationShapes(*this, getInput(), getScale(), getZeroPoint(), getResult());
+}
+
+LogicalResult DequantizeOp::verify() {
+  return verifyQuantizationShapes(*this, getInput(), getScale(), getZeroPoint(), getResult());
+}
+
+LogicalResult DynamicQuantizeOp::verify() {
+  return verifyResultShape(*this, shapeOf(getInput()), getResult());
+}
+
+LogicalResult MatMulIntegerOp::verify() {
+  ArrayRef<int64_t> lhs = shapeOf(getLhs()), rhs = shapeOf(getRhs());
+  if (lhs.size() < 2 || rhs.size() != 2)
+    return emitOpError() << "needs an lhs of rank 2 or more and a 2-D rhs, got "
+                         << getLhs().getType() << " and " << getRhs().getType();
+  if (failed(verifyCompatibleShape(ArrayRef<int64_t>{lhs.back()},
+                                   ArrayRef<int64_t>{rhs[0]})))
+    return emitOpError() << "contraction sizes differ: lhs has K = " << lhs.back()
+                         << ", rhs has K = " << rhs[0];
+  ArrayRef<int64_t> rhsZeroPoint = shapeOf(getRhsZeroPoint());
+  if (rhsZeroPoint.size() > 1 ||
+      (rhsZeroPoint.size() == 1 &&
+       failed(verifyCompatibleShape(rhsZeroPoint, ArrayRef<int64_t>{rhs[1]}))))
+    return emitOpError() << "rhs_zero_point must be one value or one per column ["
+                         << rhs[1] << "], got " << getRhsZeroPoint().getType();
+  SmallVector<int64_t> expected(lhs.drop_back());
+  expected.push_back(rhs[1]);
+  return verifyResultShape(*this, expected, getResult());
+}
+
 LogicalResult ClampOp::verify() {
   for (Value bound : {getMin(), getMax()}) {
     if (!bound)
@@ -208,6 +268,20 @@ LogicalResult LinearOp::verify() {
                            << "] with N the result's static last dim, got "
                            << getWeight().getType() << " for "
                            << getResult().getType();
+  }
+  if (getInputTensorRange() && (!getQuantizeInput() || getInputScaleAttr()))
+    return emitOpError() << "input_tensor_range needs quantize_input, and no static "
+                            "input_scale";
+  if (FloatAttr inputScale = getInputScaleAttr(); inputScale || getInputZeroPointAttr()) {
+    if (!inputScale || !getInputZeroPointAttr() || !getQuantizeInput())
+      return emitOpError() << "input_scale and input_zero_point come together, "
+                              "with quantize_input";
+    const float scale = inputScale.getValue().convertToFloat();
+    const int64_t zeroPoint = getInputZeroPointAttr().getInt();
+    if (!(scale > 0.0f) || !std::isfinite(scale) || zeroPoint < 0 || zeroPoint > 255)
+      return emitOpError() << "a static input quantization needs a finite positive "
+                              "input_scale and an input_zero_point in [0, 255], got "
+                           << scale << " and " << zeroPoint;
   }
   auto [weightK, n] = getWeightSizes();
   if (failed(verifyCompatibleShape(ArrayRef<int64_t>{input.back()},

@@ -163,6 +163,117 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let hasFolder = 1;
 }
 
+def Kiln_QuantizeOp : Kiln_Op<"quantize", [Pure]> {
+  let summary = "quantizes f32 to int8 with a scale and zero point";
+  let description = [{
+    ONNX's QuantizeLinear into int8: `clamp(round(x / scale) + zero_point,
+    -128, 127)`, rounding halves to even (NaN becomes -128). `scale` and
+    `zero_point` have one shape, which broadcasts into the input's (a
+    per-tensor quantization has one element; a per-axis one has the axis'
+    size there and 1 after it). A uint8 quantization is imported as this
+    one with every value and zero point lowered by 128, which changes no
+    dequantized value.
+
+    `kiln-fold-quantized-products` folds a `quantize` that a `dequantize`
+    with the same parameters undoes, on the input of a product by a
+    dequantized int8 weight, into an int8 `kiln.linear`.
+
+    Example:
+
+    ```mlir
+    %q = kiln.quantize %x, %s, %z
+        : (tensor<?x64xf32>, tensor<f32>, tensor<i8>) -> tensor<?x64xi8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input, RankedTensorOf<[F32]>:$scale,
+                   RankedTensorOf<[I8]>:$zero_point);
+  let results = (outs RankedTensorOf<[I8]>:$result);
+  let assemblyFormat = "$input `,` $scale `,` $zero_point attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DequantizeOp : Kiln_Op<"dequantize", [Pure]> {
+  let summary = "multiplies int8 values back to f32 by a scale and zero point";
+  let description = [{
+    ONNX's DequantizeLinear from int8: `(x - zero_point) * scale`, in f32.
+    `scale` and `zero_point` broadcast into the input's shape, as for
+    `kiln.quantize`.
+
+    `kiln-fold-quantized-products` folds the dequantize of a constant
+    weight into the int8 `kiln.linear` that reads it, and computes the
+    others of constants at compile time.
+
+    Example:
+
+    ```mlir
+    %w = kiln.dequantize %wq, %s, %z
+        : (tensor<64x256xi8>, tensor<256xf32>, tensor<256xi8>) -> tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8]>:$input, RankedTensorOf<[F32]>:$scale,
+                   RankedTensorOf<[I8]>:$zero_point);
+  let results = (outs RankedTensorOf<[F32]>:$result);
+  let assemblyFormat = "$input `,` $scale `,` $zero_point attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_DynamicQuantizeOp : Kiln_Op<"dynamic_quantize", [Pure]> {
+  let summary = "quantizes f32 to uint8 by the input's own range";
+  let description = [{
+    ONNX's DynamicQuantizeLinear: the input's range widened to hold 0,
+    [min(x, 0), max(x, 0)], cut into 255 steps of `scale` (1 for an input
+    of zeros), the zero point z = clamp(round(-min / scale), 0, 255) where
+    0 lands, and the values round(x / scale) + z clamped to [0, 255],
+    rounding halves to even. The values and the zero point are uint8,
+    returned lowered by 128 as int8 (kiln holds a uint8 quantization so,
+    as `kiln.quantize` does).
+
+    `kiln-fold-quantized-products` folds the product that ONNX Runtime's
+    quantize_dynamic writes with it (a `kiln.matmul_integer` of its values
+    by an int8 weight, cast to f32 and multiplied by its scale times the
+    weight's) into an int8 `kiln.linear` whose input is quantized by the
+    same range at run time.
+
+    Example:
+
+    ```mlir
+    %q, %s, %z = kiln.dynamic_quantize %x : tensor<?x64xf32> -> tensor<?x64xi8>, tensor<f32>, tensor<i8>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32]>:$input);
+  let results = (outs RankedTensorOf<[I8]>:$result, TensorRankOf<[F32], [0]>:$scale,
+                      TensorRankOf<[I8], [0]>:$zero_point);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type(results)";
+  let hasVerifier = 1;
+}
+
+def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure]> {
+  let summary = "int8 matrix product summed in int32, with zero points";
+  let description = [{
+    ONNX's MatMulInteger for a 2-D right-hand side: `(lhs - lhs_zero_point)
+    · (rhs - rhs_zero_point)` summed exactly in int32, for `lhs` [..., M, K]
+    and `rhs` [K, N]; `lhs_zero_point` is one value, `rhs_zero_point` one
+    value or one per column ([N]). A uint8 operand is held lowered by 128
+    with its zero point, which changes no difference.
+
+    Example:
+
+    ```mlir
+    %y = kiln.matmul_integer %q, %w, %z, %wz
+        : (tensor<?x64xi8>, tensor<64x96xi8>, tensor<i8>, tensor<i8>) -> tensor<?x96xi32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8]>:$lhs, RankedTensorOf<[I8]>:$rhs,
+                   TensorRankOf<[I8], [0]>:$lhs_zero_point,
+                   RankedTensorOf<[I8]>:$rhs_zero_point);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $lhs_zero_point `,` $rhs_zero_point attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions, normalizations and reductions
 //===----------------------------------------------------------------------===//
@@ -269,6 +380,14 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
         : (tensor<?x256xf32>, tensor<3x256x64xi8>, tensor<3x1x64xf32>, tensor<3x64xi32>)
         -> tensor<?x172xf32>
     ```
+
+    With `input_scale` s and `input_zero_point` z as well, the input is
+    quantized with that one scale and zero point (z in [0, 255]) instead
+    of each row's own: a static per-tensor quantization, a QDQ model's
+    (`kiln-fold-quantized-products` makes it). With `input_tensor_range`
+    instead, one scale and zero point for every row, from the range of the
+    whole input at run time (ONNX's DynamicQuantizeLinear). Values are
+    round(x / s) + z clamped to [0, 255], as `kiln.quantize` computes them.
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
                    AnyTypeOf<[Kiln_FloatTensor, TensorOf<[I8]>, TensorOf<[UI8]>]>:$weight,
@@ -280,7 +399,8 @@ def Kiln_LinearOp : Kiln_Op<"linear", [Pure, AttrSizedOperandSegments,
                    Optional<Kiln_FloatTensor>:$gate,
                    Optional<Kiln_FloatTensor>:$residual, UnitAttr:$transpose_b,
                    UnitAttr:$packed, OptionalAttr<I64Attr>:$group_size,
-                   UnitAttr:$quantize_input);
+                   UnitAttr:$quantize_input, OptionalAttr<F32Attr>:$input_scale,
+                   OptionalAttr<I64Attr>:$input_zero_point, UnitAttr:$input_tensor_range);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $weight (`scales` $scales^)? (`zero_points` $zero_points^)?

@@ -70,10 +70,18 @@ typedef enum kiln_weight_dtype_e {
  * time to uint8 with its own scale s and zero point z (its range, widened
  * to include 0, cut into 255 steps), and the product is computed in
  * integers: row i of OUT is s_i · (A_q · W_q − z_i · COLUMN_SUMS) · scale,
- * for W a KILN_WEIGHT_I8_ROW_QUADS weight. */
+ * for W a KILN_WEIGHT_I8_ROW_QUADS weight. U8_STATIC: the same with one
+ * scale INPUT_SCALE (finite, positive) and zero point INPUT_ZERO_POINT (in
+ * [0, 255]) for every row, fixed at compile time (a QDQ model's).
+ * U8_DYNAMIC_TENSOR: one scale and zero point for every row, from the
+ * range of the whole A at run time (ONNX's DynamicQuantizeLinear). Values
+ * are round(x / s) + z clamped to [0, 255], ties to even, as ONNX's
+ * QuantizeLinear computes them. */
 typedef enum kiln_input_quantization_e {
   KILN_INPUT_F32 = 0,
   KILN_INPUT_U8_DYNAMIC_ROWS = 1,
+  KILN_INPUT_U8_STATIC = 2,
+  KILN_INPUT_U8_DYNAMIC_TENSOR = 3,
 } kiln_input_quantization_t;
 
 /* kiln.linear: OUT = activation(A · W + BIAS) · GATE + RESIDUAL for A
@@ -95,9 +103,10 @@ typedef enum kiln_input_quantization_e {
  * rows in quads, row 4q + i of column c at byte 256q + 4c + i (k a
  * multiple of 4), the layout of the VNNI dot product of 4 bytes;
  * COLUMN_SUMS holds each column's sum of values (int32, 64 per panel, the
- * panels side by side), and INPUT_QUANTIZATION is U8_DYNAMIC_ROWS (a
- * kiln_input_quantization_t; F32 for every other weight). BIAS (n floats), GATE (m×n,
- * ldg) and RESIDUAL (m×n, ldr) may be NULL; ACTIVATION is the kiln
+ * panels side by side), and INPUT_QUANTIZATION is not F32 (a
+ * kiln_input_quantization_t; F32 for every other weight). INPUT_SCALE and
+ * INPUT_ZERO_POINT are read for U8_STATIC only. BIAS (n floats), GATE
+ * (m×n, ldg) and RESIDUAL (m×n, ldr) may be NULL; ACTIVATION is the kiln
  * dialect's Activation value (0 for none). */
 typedef struct kiln_linear_params_s {
   int64_t m, n, k;
@@ -109,6 +118,8 @@ typedef struct kiln_linear_params_s {
   const uint8_t *zero_points;
   const int32_t *column_sums;
   int64_t scales_stride, group_size, input_quantization;
+  double input_scale;
+  int64_t input_zero_point;
   const float *bias;
   int64_t activation;
   const float *gate;
@@ -119,7 +130,7 @@ typedef struct kiln_linear_params_s {
   int64_t ldc;
 } kiln_linear_params_t;
 
-#define KILN_LINEAR_SLOTS 23
+#define KILN_LINEAR_SLOTS 25
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -2126,10 +2126,10 @@ func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x1
 // CHECK: %[[NOTRANSPOSE:.+]] = arith.constant 0 : i64
 // CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[GELUTANH:.+]] = arith.constant 3 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
 // CHECK: memref.store %[[NOTRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[GELUTANH]], %[[PARAMS]][%c18{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[P:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?x256xf32>
 // CHECK: %[[Y:.+]] = tensor.reshape %[[P]]
@@ -2160,7 +2160,7 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // CHECK: %[[F32:.+]] = arith.constant 1 : i64
 // CHECK: %[[F32INPUT:.+]] = arith.constant 0 : i64
 // CHECK: %[[RELU:.+]] = arith.constant 1 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
 // CHECK: memref.store %[[TRANSPOSE]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[NOSCALESINT:.+]] = llvm.ptrtoint %[[NOSCALES]]
@@ -2173,14 +2173,14 @@ func.func @linear_epilogue(%x: tensor<?x?x64xf32>, %w: tensor<64x256xf32>, %b: t
 // CHECK: memref.store %[[ZERO0]], %[[PARAMS]][%c13{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[F32INPUT]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
 // CHECK: %[[NOBIASINT:.+]] = llvm.ptrtoint %[[NOBIAS]]
-// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NOBIASINT]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[RELU]], %[[PARAMS]][%c18{{(_[0-9]+)?}}]
 // CHECK: %[[NOGATEINT:.+]] = llvm.ptrtoint %[[NOGATE]]
-// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c17{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c18{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NOGATEINT]], %[[PARAMS]][%c19{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c20{{(_[0-9]+)?}}]
 // CHECK: %[[NORESIDUALINT:.+]] = llvm.ptrtoint %[[NORESIDUAL]]
-// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c19{{(_[0-9]+)?}}]
-// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c20{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[NORESIDUALINT]], %[[PARAMS]][%c21{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO2]], %[[PARAMS]][%c22{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK-NOT: tensor.reshape
 func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x32xf32> {
@@ -2206,7 +2206,7 @@ func.func @linear_bare(%x: tensor<8x64xf32>, %w: tensor<32x64xf32>) -> tensor<8x
 // CHECK: cf.assert %[[ROWSOK]], "kiln.linear: the packed weight's rows are not 64 elements apart"
 // CHECK: %[[OUT:.+]] = memref.alloc(%{{.+}}) : memref<?x100xf32>
 // CHECK: %[[PANELS:.+]] = arith.constant 2 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
 // CHECK: memref.store %[[PANEL]], %[[PARAMS]][%c6{{(_[0-9]+)?}}]
 // CHECK: memref.store %[[PANELS]], %[[PARAMS]][%c7{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
@@ -2233,7 +2233,7 @@ func.func @linear_packed(%x: tensor<?x32xf32>, %w: tensor<2x32x64xf32>) -> tenso
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
 // CHECK: %[[GROUP:.+]] = arith.constant 128 : i64
 // CHECK: %[[I8:.+]] = arith.constant 7 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
 // CHECK: memref.store %[[I8]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[SINT:.+]] = llvm.ptrtoint %[[SPTR]]
 // CHECK: memref.store %[[SINT]], %[[PARAMS]][%c9{{(_[0-9]+)?}}]
@@ -2261,7 +2261,7 @@ func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tenso
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the zero points are not laid out as the scales are"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed zero points' rows are not 64 elements apart"
 // CHECK: %[[U4:.+]] = arith.constant 64 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
 // CHECK: memref.store %[[U4]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[ZINT:.+]] = llvm.ptrtoint %[[ZPTR]]
 // CHECK: memref.store %[[ZINT]], %[[PARAMS]][%c10{{(_[0-9]+)?}}]
@@ -2287,7 +2287,7 @@ func.func @linear_uint4(%x: tensor<?x300xf32>, %w: tensor<2x300x32xui8>, %s: ten
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the column sums' panels are not side by side"
 // CHECK: %[[QUADS:.+]] = arith.constant 65 : i64
 // CHECK: %[[DYNAMIC:.+]] = arith.constant 1 : i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<23xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
 // CHECK: memref.store %[[QUADS]], %[[PARAMS]][%c8{{(_[0-9]+)?}}]
 // CHECK: %[[CINT:.+]] = llvm.ptrtoint %[[CPTR]]
 // CHECK: memref.store %[[CINT]], %[[PARAMS]][%c11{{(_[0-9]+)?}}]
@@ -2295,6 +2295,27 @@ func.func @linear_uint4(%x: tensor<?x300xf32>, %w: tensor<2x300x32xui8>, %s: ten
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_quantize_input(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x1x64xf32>, %c: tensor<2x64xi32>) -> tensor<?x100xf32> {
   %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 300 : i64, quantize_input} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x100xf32>
+  return %y : tensor<?x100xf32>
+}
+
+// -----
+
+// Tests that a static input quantization passes input quantization 2
+// (KILN_INPUT_U8_STATIC) in slot 14, its scale's bits as a double in slot
+// 15 (0.25 is 0x3FD0000000000000) and its zero point in slot 16.
+
+// CHECK-LABEL: func.func @linear_static_input
+// CHECK: arith.constant 65 : i64
+// CHECK: %[[STATIC:.+]] = arith.constant 2 : i64
+// CHECK: %[[SCALE:.+]] = arith.constant 4598175219545276416 : i64
+// CHECK: %[[ZERO:.+]] = arith.constant 128 : i64
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<25xi64>
+// CHECK: memref.store %[[STATIC]], %[[PARAMS]][%c14{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[SCALE]], %[[PARAMS]][%c15{{(_[0-9]+)?}}]
+// CHECK: memref.store %[[ZERO]], %[[PARAMS]][%c16{{(_[0-9]+)?}}]
+// CHECK: call @kiln_ukernel_linear
+func.func @linear_static_input(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x1x64xf32>, %c: tensor<2x64xi32>) -> tensor<?x100xf32> {
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 300 : i64, quantize_input, input_scale = 0.25 : f32, input_zero_point = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x100xf32>
   return %y : tensor<?x100xf32>
 }
 
@@ -2361,17 +2382,17 @@ func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %
 
 // Tests that each activation reaches the kernel as its Activation value,
 // which the runtime reads as its GemmActivation: relu 1, gelu 2,
-// gelu_tanh 3, silu 4, in slot 16 (an arith.constant, which the printer
+// gelu_tanh 3, silu 4, in slot 18 (an arith.constant, which the printer
 // names after its value).
 
 // CHECK-LABEL: func.func @linear_activation_codes
-// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %c1_i64{{(_[0-9]+)?}}, %{{.+}}[%c18{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}[%c18{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}[%c18{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
-// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c16{{(_[0-9]+)?}}]
+// CHECK: memref.store %c4_i64{{(_[0-9]+)?}}, %{{.+}}[%c18{{(_[0-9]+)?}}]
 // CHECK: call @kiln_ukernel_linear
 func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
     -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>, tensor<8x32xf32>) {
@@ -2436,4 +2457,54 @@ func.func @paged_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %
 func.func @assert(%ok: tensor<i1>) {
   kiln.assert %ok, "the axis is out of range" : tensor<i1>
   return
+}
+
+// -----
+
+// Tests that matmul_integer lowers to one integer loop over [rows, N, K]:
+// each operand's difference from its zero point (the rhs's one per
+// column), widened to i32, multiplied and summed into zeros.
+
+// CHECK-LABEL: func.func @matmul_integer
+// CHECK: %[[ZERO:.+]] = linalg.fill ins(%c0_i32 : i32)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> ()>, affine_map<(d0, d1, d2) -> (d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} {{.*}} outs(%[[ZERO]] : tensor<?x2xi32>)
+// CHECK: ^bb0(%[[A:.+]]: i8, %[[B:.+]]: i8, %[[AZ:.+]]: i8, %[[BZ:.+]]: i8, %[[ACC:.+]]: i32):
+// CHECK-DAG: %[[BZW:.+]] = arith.extsi %[[BZ]] : i8 to i32
+// CHECK-DAG: %[[BW:.+]] = arith.extsi %[[B]] : i8 to i32
+// CHECK-DAG: %[[BD:.+]] = arith.subi %[[BW]], %[[BZW]] : i32
+// CHECK-DAG: %[[AZW:.+]] = arith.extsi %[[AZ]] : i8 to i32
+// CHECK-DAG: %[[AW:.+]] = arith.extsi %[[A]] : i8 to i32
+// CHECK-DAG: %[[AD:.+]] = arith.subi %[[AW]], %[[AZW]] : i32
+// CHECK: %[[T:.+]] = arith.muli %[[AD]], %[[BD]] : i32
+// CHECK: arith.addi %[[ACC]], %[[T]] : i32
+func.func @matmul_integer(%q: tensor<?x4xi8>, %z: tensor<i8>, %wq: tensor<4x2xi8>, %wz: tensor<2xi8>) -> tensor<?x2xi32> {
+  %p = kiln.matmul_integer %q, %wq, %z, %wz : (tensor<?x4xi8>, tensor<4x2xi8>, tensor<i8>, tensor<2xi8>) -> tensor<?x2xi32>
+  return %p : tensor<?x2xi32>
+}
+
+// -----
+
+// Tests that dynamic_quantize lowers to what computes it: the maximum of x
+// and of -x (full reductions), the scale where the widened range is not
+// empty (1 where it is), and a quantize of x by that scale and the
+// rounded zero point, lowered by 128.
+
+// CHECK-LABEL: func.func @dynamic_quantize
+// CHECK: iterator_types = ["reduction", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: arith.negf
+// CHECK: iterator_types = ["reduction", "reduction"]
+// CHECK: arith.maximumf
+// CHECK: arith.cmpf ogt
+// CHECK: arith.select
+// CHECK: math.roundeven
+// CHECK: arith.fptosi {{.*}} : f32 to i8
+// CHECK: arith.divf
+// CHECK: math.roundeven
+// CHECK: arith.maxnumf
+// CHECK: arith.minnumf
+// CHECK: arith.fptosi {{.*}} : f32 to i8
+func.func @dynamic_quantize(%x: tensor<?x4xf32>) -> (tensor<?x4xi8>, tensor<f32>, tensor<i8>) {
+  %q, %s, %z = kiln.dynamic_quantize %x : tensor<?x4xf32> -> tensor<?x4xi8>, tensor<f32>, tensor<i8>
+  return %q, %s, %z : tensor<?x4xi8>, tensor<f32>, tensor<i8>
 }

@@ -1165,6 +1165,96 @@ func.func @linear_quantize_input_odd_depth(%x: tensor<4x6xf32>, %w: tensor<1x6x6
 
 // -----
 
+// Tests that a static input quantization needs both its scale and its
+// zero point, and quantize_input.
+func.func @linear_input_scale_alone(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op input_scale and input_zero_point come together, with quantize_input}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 8 : i64, quantize_input, input_scale = 0.5 : f32} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @linear_input_scale_without_quantize_input(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op input_scale and input_zero_point come together, with quantize_input}}
+  %y = kiln.linear %x, %w scales %s {packed, group_size = 8 : i64, input_scale = 0.5 : f32, input_zero_point = 3 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a static input quantization's zero point is a uint8 value and
+// its scale positive.
+func.func @linear_input_zero_point_range(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a static input quantization needs a finite positive input_scale and an input_zero_point in [0, 255], got 5.000000e-01 and 256}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 8 : i64, quantize_input, input_scale = 0.5 : f32, input_zero_point = 256 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+func.func @linear_input_scale_sign(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op a static input quantization needs a finite positive input_scale and an input_zero_point in [0, 255], got -5.000000e-01 and 0}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 8 : i64, quantize_input, input_scale = -0.5 : f32, input_zero_point = 0 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that a range over the whole input is a dynamic quantization: not
+// with a static scale.
+func.func @linear_tensor_range_with_static_scale(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x1x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{'kiln.linear' op input_tensor_range needs quantize_input, and no static input_scale}}
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 8 : i64, quantize_input, input_tensor_range, input_scale = 0.5 : f32, input_zero_point = 3 : i64} : (tensor<4x8xf32>, tensor<1x8x64xi8>, tensor<1x1x64xf32>, tensor<1x64xi32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// Tests that matmul_integer multiplies by a 2-D rhs of the lhs's K, with
+// one rhs zero point or one per column.
+func.func @matmul_integer_depth(%a: tensor<4x8xi8>, %b: tensor<6x3xi8>, %z: tensor<i8>) -> tensor<4x3xi32> {
+  // expected-error @+1 {{'kiln.matmul_integer' op contraction sizes differ: lhs has K = 8, rhs has K = 6}}
+  %y = kiln.matmul_integer %a, %b, %z, %z : (tensor<4x8xi8>, tensor<6x3xi8>, tensor<i8>, tensor<i8>) -> tensor<4x3xi32>
+  return %y : tensor<4x3xi32>
+}
+
+// -----
+
+func.func @matmul_integer_zero_points(%a: tensor<4x8xi8>, %b: tensor<8x3xi8>, %z: tensor<i8>, %bz: tensor<4xi8>) -> tensor<4x3xi32> {
+  // expected-error @+1 {{'kiln.matmul_integer' op rhs_zero_point must be one value or one per column [3], got 'tensor<4xi8>'}}
+  %y = kiln.matmul_integer %a, %b, %z, %bz : (tensor<4x8xi8>, tensor<8x3xi8>, tensor<i8>, tensor<4xi8>) -> tensor<4x3xi32>
+  return %y : tensor<4x3xi32>
+}
+
+// -----
+
+// Tests that quantize keeps its input's shape, and that its scale and zero
+// point share one shape that broadcasts into the input's.
+func.func @quantize_result_shape(%x: tensor<4x8xf32>, %s: tensor<f32>, %z: tensor<i8>) -> tensor<4x4xi8> {
+  // expected-error @+1 {{'kiln.quantize' op}}
+  %q = kiln.quantize %x, %s, %z : (tensor<4x8xf32>, tensor<f32>, tensor<i8>) -> tensor<4x4xi8>
+  return %q : tensor<4x4xi8>
+}
+
+// -----
+
+func.func @quantize_zero_point_shape(%x: tensor<4x8xf32>, %s: tensor<8xf32>, %z: tensor<i8>) -> tensor<4x8xi8> {
+  // expected-error @+1 {{'kiln.quantize' op the zero point 'tensor<i8>' must have the scale's shape [8]}}
+  %q = kiln.quantize %x, %s, %z : (tensor<4x8xf32>, tensor<8xf32>, tensor<i8>) -> tensor<4x8xi8>
+  return %q : tensor<4x8xi8>
+}
+
+// -----
+
+func.func @dequantize_scale_broadcast(%x: tensor<4x8xi8>, %s: tensor<4xf32>, %z: tensor<4xi8>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'kiln.dequantize' op the scale's shape [4] does not broadcast into the input's [4, 8]}}
+  %y = kiln.dequantize %x, %s, %z : (tensor<4x8xi8>, tensor<4xf32>, tensor<4xi8>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // Tests that a quantized input needs one scale per column: its products
 // are summed in integers over all of K.
 func.func @linear_quantize_input_groups(%x: tensor<4x8xf32>, %w: tensor<1x8x64xi8>, %s: tensor<1x2x64xf32>, %c: tensor<1x64xi32>) -> tensor<4x64xf32> {

@@ -582,6 +582,38 @@ func.func @linear_quantize_input(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>,
 
 // -----
 
+// Tests that linear round-trips with a static input quantization, and
+// quantize and dequantize with parameters per tensor and per axis.
+
+// CHECK-LABEL: func.func @static_quantization
+// CHECK: kiln.linear %{{.+}}, %{{.+}} scales %{{.+}} column_sums %{{.+}} {group_size = 300 : i64, input_scale = 2.500000e-01 : f32, input_zero_point = 128 : i64, packed, quantize_input} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x100xf32>
+// CHECK: kiln.quantize %{{.+}}, %{{.+}}, %{{.+}} : (tensor<?x300xf32>, tensor<f32>, tensor<i8>) -> tensor<?x300xi8>
+// CHECK: kiln.dequantize %{{.+}}, %{{.+}}, %{{.+}} : (tensor<300x100xi8>, tensor<100xf32>, tensor<100xi8>) -> tensor<300x100xf32>
+func.func @static_quantization(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tensor<2x1x64xf32>, %c: tensor<2x64xi32>, %xs: tensor<f32>, %xz: tensor<i8>, %wq: tensor<300x100xi8>, %ws: tensor<100xf32>, %wz: tensor<100xi8>) -> (tensor<?x100xf32>, tensor<?x300xi8>, tensor<300x100xf32>) {
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 300 : i64, quantize_input, input_scale = 0.25 : f32, input_zero_point = 128 : i64} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x100xf32>
+  %q = kiln.quantize %x, %xs, %xz : (tensor<?x300xf32>, tensor<f32>, tensor<i8>) -> tensor<?x300xi8>
+  %d = kiln.dequantize %wq, %ws, %wz : (tensor<300x100xi8>, tensor<100xf32>, tensor<100xi8>) -> tensor<300x100xf32>
+  return %y, %q, %d : tensor<?x100xf32>, tensor<?x300xi8>, tensor<300x100xf32>
+}
+
+// -----
+
+// Tests that dynamic_quantize and matmul_integer round-trip, and linear
+// with an input quantized by the whole input's range.
+
+// CHECK-LABEL: func.func @dynamic_quantization
+// CHECK: %[[Q:.+]], %{{.+}}, %[[Z:.+]] = kiln.dynamic_quantize %{{.+}} : tensor<?x300xf32> -> tensor<?x300xi8>, tensor<f32>, tensor<i8>
+// CHECK: kiln.matmul_integer %[[Q]], %{{.+}}, %[[Z]], %{{.+}} : (tensor<?x300xi8>, tensor<300x100xi8>, tensor<i8>, tensor<100xi8>) -> tensor<?x100xi32>
+// CHECK: kiln.linear %{{.+}} {group_size = 300 : i64, input_tensor_range, packed, quantize_input}
+func.func @dynamic_quantization(%x: tensor<?x300xf32>, %wq: tensor<300x100xi8>, %wz: tensor<100xi8>, %w: tensor<2x300x64xi8>, %s: tensor<2x1x64xf32>, %c: tensor<2x64xi32>) -> (tensor<?x100xi32>, tensor<?x100xf32>) {
+  %q, %scale, %z = kiln.dynamic_quantize %x : tensor<?x300xf32> -> tensor<?x300xi8>, tensor<f32>, tensor<i8>
+  %p = kiln.matmul_integer %q, %wq, %z, %wz : (tensor<?x300xi8>, tensor<300x100xi8>, tensor<i8>, tensor<100xi8>) -> tensor<?x100xi32>
+  %y = kiln.linear %x, %w scales %s column_sums %c {packed, group_size = 300 : i64, quantize_input, input_tensor_range} : (tensor<?x300xf32>, tensor<2x300x64xi8>, tensor<2x1x64xf32>, tensor<2x64xi32>) -> tensor<?x100xf32>
+  return %p, %y : tensor<?x100xi32>, tensor<?x100xf32>
+}
+
+// -----
+
 // Tests that rotary round-trips with cos and sin broadcast over the heads.
 
 // CHECK-LABEL: func.func @rotary
