@@ -8,10 +8,12 @@ also quantized and multiplied back per row, by ONNX ops doing the runtime's
 float32 arithmetic (gemmInt8). It also writes an export in ONNX Runtime's
 own quantized formats, for models that kiln imports as they are and ORT
 runs as the reference: 4-bit MatMulNBits (matmul_nbits_model), the QDQ
-model of ORT's quantize_static (qdq_model) and the QOperator model of
-ORT's quantize_dynamic (dynamic_model: DynamicQuantizeLinear and
-MatMulInteger). Runs under /usr/bin/python3 (numpy, onnx; ONNX Runtime
-through bench/ort for the QDQ calibration)."""
+and QOperator models of ORT's quantize_static (qdq_model, and
+qoperator_model: QuantizeLinear, QLinearMatMul and DequantizeLinear) and
+the QOperator model of ORT's quantize_dynamic (dynamic_model:
+DynamicQuantizeLinear and MatMulInteger). Runs under /usr/bin/python3
+(numpy, onnx; ONNX Runtime through bench/ort for the static models'
+calibration)."""
 
 import os
 import tempfile
@@ -448,6 +450,35 @@ def calibrated_ranges(model, tensors, calibration_feeds):
             for tensor in tensors}
 
 
+def static_products(model_path, activation_type, least_opset, why):
+    """quantize_static's first steps, for qdq_model and qoperator_model:
+    checks `activation_type` ("int8" or "uint8"), loads `model_path`,
+    requires opset `least_opset` (for `why`), and returns the model and its
+    products_by_constant."""
+    if activation_type not in ACTIVATION_TYPES:
+        raise ValueError(f"unknown activation type '{activation_type}' (int8 or uint8)")
+    model = onnx.load(model_path)
+    require_opset(model, model_path, least_opset, why)
+    return model, products_by_constant(model.graph)
+
+
+def calibrated_parameters(model, tensors, calibration_feeds, activation_type, constant):
+    """The scale and zero point of each of `tensors` (activations of
+    `model`) as quantize_static computes them: its MinMax range over the
+    runs of `calibration_feeds` (calibrated_ranges, all of `tensors` in
+    each run), per tensor and asymmetric (activation_scale_zero_point,
+    ORT's compute_scale_zp), in 0-d initializers <tensor>_scale (float32)
+    and <tensor>_zero_point (`activation_type`) added by `constant`
+    (name_allocator). Returns {tensor: [scale name, zero point name]}."""
+    ranges = calibrated_ranges(model, tensors, calibration_feeds)
+    parameters = {}
+    for tensor in tensors:
+        scale, zero_point = activation_scale_zero_point(*ranges[tensor], activation_type)
+        parameters[tensor] = [constant(f"{tensor}_scale", np.array(scale, np.float32)),
+                              constant(f"{tensor}_zero_point", np.array(zero_point))]
+    return parameters
+
+
 def qdq_model(model_path, output_path, calibration_feeds, activation_type="int8",
               per_channel=False):
     """Writes `model_path` quantized as ONNX Runtime's quantize_static does
@@ -478,32 +509,26 @@ def qdq_model(model_path, output_path, calibration_feeds, activation_type="int8"
     the products' inputs are what kiln quantizes. Raises ValueError below
     opset 13 (DequantizeLinear's axis). Returns the number of MatMuls
     quantized."""
-    if activation_type not in ACTIVATION_TYPES:
-        raise ValueError(f"unknown activation type '{activation_type}' (int8 or uint8)")
-    model = onnx.load(model_path)
-    require_opset(model, model_path, 13, "QDQ (per-axis DequantizeLinear)")
-    graph = model.graph
-    products = products_by_constant(graph)
+    model, products = static_products(model_path, activation_type, 13,
+                                      "QDQ (per-axis DequantizeLinear)")
     if not products:
         onnx.save(model, output_path)
         return 0
+    graph = model.graph
     activations = list(dict.fromkeys(node.input[0] for node, _ in products))
-    ranges = calibrated_ranges(model, activations, calibration_feeds)
-
     unique, constant = name_allocator(graph)
+    parameters = calibrated_parameters(model, activations, calibration_feeds, activation_type,
+                                       constant)
     helper = onnx.helper
     preludes = {}  # tensor name -> its Q/DQ nodes
     restored = {}  # tensor name -> its dequantized name
     for tensor in activations:
-        scale, zero_point = activation_scale_zero_point(*ranges[tensor], activation_type)
-        scale = constant(f"{tensor}_scale", np.array(scale, np.float32))
-        zero_point = constant(f"{tensor}_zero_point", np.array(zero_point))
         quantized, restored[tensor] = unique(f"{tensor}_QuantizeLinear_Output"), \
             unique(f"{tensor}_DequantizeLinear_Output")
         preludes[tensor] = [
-            helper.make_node("QuantizeLinear", [tensor, scale, zero_point], [quantized],
+            helper.make_node("QuantizeLinear", [tensor, *parameters[tensor]], [quantized],
                              name=unique(f"{tensor}_QuantizeLinear")),
-            helper.make_node("DequantizeLinear", [quantized, scale, zero_point],
+            helper.make_node("DequantizeLinear", [quantized, *parameters[tensor]],
                              [restored[tensor]], name=unique(f"{tensor}_DequantizeLinear"))]
     weights = quantized_weights(graph, products, per_channel, constant)
     for name, inputs in weights.items():
@@ -517,6 +542,76 @@ def qdq_model(model_path, output_path, calibration_feeds, activation_type="int8"
         node.input[0] = restored[node.input[0]]
         node.input[1] = restored[weight]
         return [node]
+    drop_bypassed_weights(graph, rewrite_products(graph, products, preludes, rewrite), weights)
+    onnx.save(model, output_path)
+    return len(products)
+
+
+def qoperator_model(model_path, output_path, calibration_feeds, activation_type="int8",
+                     per_channel=False):
+    """Writes `model_path` quantized as ONNX Runtime's quantize_static does
+    with quant_format=QOperator, calibrate_method=MinMax,
+    op_types_to_quantize=["MatMul"] and extra_options={"MatMulConstBOnly":
+    True} (ORT's Python tool does not run here, so this mirrors it), so
+    that ORT and kiln can run the same model. Only MatMuls by a constant
+    weight (products_by_constant) are quantized; Gemms stay f32. The
+    activations and weights are quantized as qdq_model quantizes them:
+
+    - Each distinct A (activation) gets one QuantizeLinear (node
+      <A>_QuantizeLinear, output <A>_quantized), shared by every MatMul
+      reading it, its scale <A>_scale and zero point <A>_zero_point from
+      its range over the runs of `calibration_feeds`
+      (calibrated_parameters: per tensor, asymmetric, `activation_type`
+      "int8" or "uint8"). An A that is itself a quantized MatMul's output
+      is read quantized as that product wrote it, as ORT reuses it.
+    - Each B (weight [K, N]) becomes int8 initializers (quantized_weights:
+      symmetric_int8, per tensor or with `per_channel` per column, scale
+      and zero point [N]), read by the QLinearMatMuls as they are (no
+      DequantizeLinear); the float initializer is dropped where nothing
+      else reads it.
+    - Each MatMul becomes QLinearMatMul(<A>_quantized, <A>_scale,
+      <A>_zero_point, <B>_quantized, <B>_scale, <B>_zero_point, <Y>_scale,
+      <Y>_zero_point) -> <Y>_quantized (node <name>_quant; an unnamed
+      MatMul's from its output, which ORT leaves unnamed), Y being the
+      MatMul's output, calibrated with the A's (the same rule and type),
+      and DequantizeLinear(<Y>_quantized, <Y>_scale, <Y>_zero_point) -> Y
+      (node <Y>_DequantizeLinear): ORT dequantizes a QOperator result
+      where the next op is not quantized, which with only MatMuls
+      quantized is every reader of Y but another product's A.
+
+    The QuantizeLinear goes right before its first consumer, so the node
+    order stays topological. Raises ValueError below opset 10
+    (QLinearMatMul). Returns the number of MatMuls quantized."""
+    model, products = static_products(model_path, activation_type, 10, "QLinearMatMul")
+    if not products:
+        onnx.save(model, output_path)
+        return 0
+    graph = model.graph
+    activations = list(dict.fromkeys(node.input[0] for node, _ in products))
+    outputs = [node.output[0] for node, _ in products]
+    tensors = list(dict.fromkeys(activations + outputs))
+    unique, constant = name_allocator(graph)
+    parameters = calibrated_parameters(model, tensors, calibration_feeds, activation_type,
+                                       constant)
+    helper = onnx.helper
+    # tensor name -> [values, scale, zero point] of its quantization
+    quantized = {tensor: [unique(f"{tensor}_quantized"), *parameters[tensor]]
+                 for tensor in tensors}
+    preludes = {tensor: [helper.make_node("QuantizeLinear", [tensor, *parameters[tensor]],
+                                          [quantized[tensor][0]],
+                                          name=unique(f"{tensor}_QuantizeLinear"))]
+                for tensor in activations if tensor not in outputs}
+    weights = quantized_weights(graph, products, per_channel, constant)
+
+    def rewrite(node, weight):
+        output = node.output[0]
+        return [
+            helper.make_node("QLinearMatMul",
+                             [*quantized[node.input[0]], *weights[weight], *parameters[output]],
+                             [quantized[output][0]],
+                             name=unique(f"{node.name or output}_quant")),
+            helper.make_node("DequantizeLinear", quantized[output], [output],
+                             name=unique(f"{output}_DequantizeLinear"))]
     drop_bypassed_weights(graph, rewrite_products(graph, products, preludes, rewrite), weights)
     onnx.save(model, output_path)
     return len(products)
@@ -609,9 +704,11 @@ if __name__ == "__main__":
                     "Runtime's 4-bit MatMulNBits, quantized as kilnc --quantize=int4-weight; "
                     "with --qdq, quantized instead as ONNX Runtime's quantize_static writes "
                     "a QDQ model (int8 weights, calibrated 8-bit activations); with "
-                    "--dynamic, as its quantize_dynamic writes a QOperator model (int8 "
-                    "weights, uint8 activations quantized at run time by "
-                    "DynamicQuantizeLinear, MatMulInteger products).")
+                    "--qoperator, as quantize_static writes a QOperator model (the same "
+                    "quantization, in QLinearMatMul products whose outputs are quantized "
+                    "too, with calibrated ranges); with --dynamic, as its quantize_dynamic "
+                    "writes a QOperator model (int8 weights, uint8 activations quantized at "
+                    "run time by DynamicQuantizeLinear, MatMulInteger products).")
     parser.add_argument("model")
     parser.add_argument("output")
     parser.add_argument("--block-size", type=int, default=32,
@@ -619,27 +716,31 @@ if __name__ == "__main__":
     formats = parser.add_mutually_exclusive_group()
     formats.add_argument("--qdq", action="store_true",
                          help="write QuantizeLinear/DequantizeLinear (QDQ) instead")
+    formats.add_argument("--qoperator", action="store_true",
+                         help="write QuantizeLinear/QLinearMatMul/DequantizeLinear instead")
     formats.add_argument("--dynamic", action="store_true",
                          help="write DynamicQuantizeLinear/MatMulInteger instead")
     parser.add_argument("--activation-type", choices=sorted(ACTIVATION_TYPES), default="int8",
-                        help="--qdq: the activations' integer type (default int8)")
+                        help="--qdq, --qoperator: the activations' integer type (default int8)")
     parser.add_argument("--per-channel", action="store_true",
-                        help="--qdq, --dynamic: a weight scale per output column")
+                        help="--qdq, --qoperator, --dynamic: a weight scale per output column")
     parser.add_argument("--case", action="append", metavar="BATCH,SEQUENCE,PAST",
-                        help="--qdq: a calibration case (repeatable; default: a prompt, a "
-                             "batch and, for a decoder, a decode step after a past)")
+                        help="--qdq, --qoperator: a calibration case (repeatable; default: "
+                             "a prompt, a batch and, for a decoder, a decode step after a "
+                             "past)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1],
-                        help="--qdq: the random inputs' seeds, each case once per seed")
+                        help="--qdq, --qoperator: the random inputs' seeds, each case once "
+                             "per seed")
     args = parser.parse_args()
     weights = f"int8 weights {'per channel' if args.per_channel else 'per tensor'}"
-    if args.qdq:
+    if args.qdq or args.qoperator:
         cases = ([tuple(int(x) for x in case.split(",")) for case in args.case]
                  if args.case else default_calibration_cases(args.model))
         feeds = [harness.make_inputs(args.model, *case, seed=seed)
                  for case in cases for seed in args.seeds]
-        count = qdq_model(args.model, args.output, feeds, args.activation_type,
-                          args.per_channel)
-        print(f"{args.output}: {count} MatMul(s) quantized as QDQ ({args.activation_type} "
+        write, written = (qdq_model, "QDQ") if args.qdq else (qoperator_model, "QLinearMatMul")
+        count = write(args.model, args.output, feeds, args.activation_type, args.per_channel)
+        print(f"{args.output}: {count} MatMul(s) quantized as {written} ({args.activation_type} "
               f"activations, {weights}), calibrated on {len(feeds)} run(s)")
     elif args.dynamic:
         count = dynamic_model(args.model, args.output, args.per_channel)

@@ -73,8 +73,8 @@ public:
   /// Records that the value `name` is read.
   void markUsed(llvm::StringRef name) { usedValues_.insert(name); }
   /// Records that the value `name` is a uint8 quantization held as int8
-  /// lowered by 128 (QuantizedOps.cpp), which only DequantizeLinear and
-  /// MatMulInteger read.
+  /// lowered by 128 (QuantizedOps.cpp), which only DequantizeLinear,
+  /// MatMulInteger and QLinearMatMul read.
   void markLoweredUint8(llvm::StringRef name) { loweredUint8_.insert(name); }
   bool isLoweredUint8(llvm::StringRef name) const { return loweredUint8_.count(name); }
   void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);

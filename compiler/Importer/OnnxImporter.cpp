@@ -287,14 +287,15 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
             .importer;
     const bool readsQuantized = isDefaultDomain(node.domain()) &&
                                 (node.op_type() == "DequantizeLinear" ||
-                                 node.op_type() == "MatMulInteger");
+                                 node.op_type() == "MatMulInteger" ||
+                                 node.op_type() == "QLinearMatMul");
     if (!readsQuantized)
       for (const std::string &input : node.input())
         if (ctx.isLoweredUint8(input))
           return ctx.error(node) << "reads '" << input
                                  << "', a uint8 quantized result, which kiln holds as int8 "
-                                    "lowered by 128: only DequantizeLinear and MatMulInteger "
-                                    "may read it";
+                                    "lowered by 128: only DequantizeLinear, MatMulInteger "
+                                    "and QLinearMatMul may read it";
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();

@@ -13,7 +13,9 @@
 // element type, so a uint8 quantization is held as int8 with values and
 // zero point lowered by 128, which dequantizes to the same numbers and
 // leaves every difference from the zero point as it was; the importer lets
-// only DequantizeLinear and MatMulInteger read such a value.
+// only DequantizeLinear, MatMulInteger and QLinearMatMul read such a value.
+// QLinearMatMul (quantize_static's QOperator format) becomes the quantize
+// of the product of the dequantized operands, which folds as QDQ does.
 // kiln-fold-quantized-products then folds each product of a quantized
 // activation by a quantized weight into an int8 kiln.linear.
 //
@@ -262,21 +264,23 @@ struct QuantizationParameters {
   bool uint8 = false;
 };
 
-/// The scale and zero point of a QuantizeLinear or DequantizeLinear
-/// (inputs 1 and 2) as kiln's operands for `input` of rank `rank`: an f32
-/// scale and an i8 zero point (a uint8 one lowered by 128), a per-axis
-/// pair reshaped to [d, 1, ..., 1] so that it broadcasts along `axis`.
-/// The quantized type is the zero point's, else uint8 when `uint8Default`.
+/// A scale and zero point (inputs `scaleIndex` and `scaleIndex` + 1 of
+/// `node`: a QuantizeLinear's or DequantizeLinear's 1 and 2) as kiln's
+/// operands for values of rank `rank`: an f32 scale and an i8 zero point (a
+/// uint8 one lowered by 128), a per-axis pair reshaped to [d, 1, ..., 1] so
+/// that it broadcasts along the node's `axis` (1 when absent). The
+/// quantized type is the zero point's, else uint8 when `uint8Default`.
 FailureOr<QuantizationParameters>
-quantizationParameters(ImportContext &ctx, const onnx::NodeProto &node, int64_t rank,
-                       bool uint8Default) {
+quantizationParameters(ImportContext &ctx, const onnx::NodeProto &node, int scaleIndex,
+                       int64_t rank, bool uint8Default) {
+  const int zeroPointIndex = scaleIndex + 1;
   auto blockSize = ctx.intAttr(node, "block_size", 0);
   if (failed(blockSize))
     return failure();
   if (*blockSize != 0)
     return ctx.error(node) << "blocked quantization (block_size " << *blockSize
                            << ") is not supported";
-  auto scale = ctx.requiredInput(node, 1);
+  auto scale = ctx.requiredInput(node, scaleIndex);
   if (failed(scale))
     return failure();
   auto scaleType = cast<RankedTensorType>(scale->getType());
@@ -286,12 +290,12 @@ quantizationParameters(ImportContext &ctx, const onnx::NodeProto &node, int64_t 
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc(node);
   auto i8 = b.getIntegerType(8);
-  const bool uint8 = ctx.input(node, 2) ? isUint8Input(ctx, node, 2) : uint8Default;
-  if (Value given = ctx.input(node, 2);
+  const bool uint8 = ctx.input(node, zeroPointIndex) ? isUint8Input(ctx, node, zeroPointIndex) : uint8Default;
+  if (Value given = ctx.input(node, zeroPointIndex);
       given && cast<RankedTensorType>(given.getType()).getShape() != scaleType.getShape())
     return ctx.error(node) << "the zero point " << given.getType()
                            << " must have the scale's shape " << scaleType;
-  auto zeroPointValue = zeroPointInput(ctx, node, 2, uint8, scaleType.clone(i8));
+  auto zeroPointValue = zeroPointInput(ctx, node, zeroPointIndex, uint8, scaleType.clone(i8));
   if (failed(zeroPointValue))
     return failure();
   Value zeroPoint = *zeroPointValue;
@@ -339,7 +343,7 @@ LogicalResult importQuantizeLinear(ImportContext &ctx, const onnx::NodeProto &no
       *outputType != onnx::TensorProto::INT8)
     return ctx.error(node) << "kiln reads 8-bit quantization only: output_dtype is "
                            << onnxTypeName(*outputType);
-  auto parameters = quantizationParameters(ctx, node, xType.getRank(),
+  auto parameters = quantizationParameters(ctx, node, 1, xType.getRank(),
                                            *outputType != onnx::TensorProto::INT8);
   if (failed(parameters))
     return failure();
@@ -368,7 +372,7 @@ LogicalResult importDequantizeLinear(ImportContext &ctx, const onnx::NodeProto &
     return failure();
   if (ctx.input(node, 2) && isUint8Input(ctx, node, 2) != uint8)
     return ctx.error(node) << "x and the zero point differ in type";
-  auto parameters = quantizationParameters(ctx, node, xType.getRank(), uint8);
+  auto parameters = quantizationParameters(ctx, node, 1, xType.getRank(), uint8);
   if (failed(parameters))
     return failure();
   auto type = ctx.resultType(node, 0, b.getF32Type(), xType.getShape());
@@ -442,6 +446,70 @@ LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &nod
   return success();
 }
 
+/// QLinearMatMul by a 2-D B (ORT's quantize_static in its QOperator
+/// format): the product of the dequantized operands, quantized with Y's
+/// scale and zero point; kiln-fold-quantized-products folds the product
+/// of a QuantizeLinear's result by a constant B into an int8 kiln.linear,
+/// as in a QDQ model. A's and Y's parameters are per tensor, B's per
+/// tensor or per column.
+LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto a = int8Input(ctx, node, 0, "a");
+  auto b = a;
+  if (succeeded(a))
+    b = int8Input(ctx, node, 3, "b");
+  if (failed(a) || failed(b))
+    return failure();
+  auto aType = cast<RankedTensorType>(a->getType());
+  auto bType = cast<RankedTensorType>(b->getType());
+  if (aType.getRank() < 2 || bType.getRank() != 2)
+    return ctx.error(node) << "kiln reads a of rank 2 or more by a 2-D b, got " << aType
+                           << " and " << bType;
+  SmallVector<int64_t> shape(aType.getShape());
+  shape.back() = bType.getShape()[1];
+  // Each operand's parameters, of its own type.
+  auto parameters = [&](int scaleIndex, int valuesIndex, int64_t rank,
+                        bool perTensor) -> FailureOr<QuantizationParameters> {
+    const bool uint8 = valuesIndex >= 0 ? isUint8Input(ctx, node, valuesIndex) : true;
+    auto result = quantizationParameters(ctx, node, scaleIndex, rank, uint8);
+    if (failed(result))
+      return failure();
+    if (valuesIndex >= 0 && result->uint8 != uint8)
+      return ctx.error(node) << "input " << valuesIndex << " and its zero point differ in type";
+    if (perTensor && cast<RankedTensorType>(result->scale.getType()).getNumElements() != 1)
+      return ctx.error(node) << "kiln reads one scale for input " << valuesIndex
+                             << ", got " << result->scale.getType();
+    return result;
+  };
+  auto aParameters = parameters(1, 0, aType.getRank(), /*perTensor=*/true);
+  if (failed(aParameters))
+    return failure();
+  auto bParameters = parameters(4, 3, 2, /*perTensor=*/false);
+  if (failed(bParameters))
+    return failure();
+  // Y's type is its zero point's.
+  auto yParameters = parameters(6, -1, shape.size(), /*perTensor=*/true);
+  if (failed(yParameters))
+    return failure();
+  OpBuilder &builder = ctx.builder();
+  Location loc = ctx.loc(node);
+  auto dequantized = [&](Value values, const QuantizationParameters &p) -> Value {
+    auto type = cast<RankedTensorType>(values.getType()).clone(builder.getF32Type());
+    return builder.create<DequantizeOp>(loc, type, values, p.scale, p.zeroPoint);
+  };
+  Value lhs = dequantized(*a, *aParameters);
+  Value rhs = dequantized(*b, *bParameters);
+  Value product =
+      builder.create<MatMulOp>(loc, RankedTensorType::get(shape, builder.getF32Type()), lhs, rhs);
+  ctx.setOutput(node, 0,
+                builder.create<QuantizeOp>(loc,
+                                           ctx.resultType(node, 0, builder.getI8Type(), shape),
+                                           product, yParameters->scale,
+                                           yParameters->zeroPoint));
+  if (yParameters->uint8 && ctx.hasOutput(node, 0))
+    ctx.markLoweredUint8(node.output(0));
+  return success();
+}
+
 } // namespace
 
 void registerQuantizedImporters(OpImporterRegistry &registry) {
@@ -452,6 +520,7 @@ void registerQuantizedImporters(OpImporterRegistry &registry) {
   registry.add("DequantizeLinear", importDequantizeLinear, 13);
   registry.add("DynamicQuantizeLinear", importDynamicQuantizeLinear, 11);
   registry.add("MatMulInteger", importMatMulInteger, 10);
+  registry.add("QLinearMatMul", importQLinearMatMul, 10);
 }
 
 } // namespace kiln

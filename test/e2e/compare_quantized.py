@@ -14,13 +14,18 @@ weights: int8 weights, activations calibrated on every case's inputs at
 other seeds than those checked), once with int8 activations and weights
 per tensor (qdq_int8), once with uint8 activations and weights per column
 (qdq_uint8_per_channel), and once with kiln's folding of the quantized
-products off (qdq_int8_as_written); and as quantize_dynamic's QOperator
-model (DynamicQuantizeLinear, MatMulInteger, and the scales multiplied
-back: int8 weights, uint8 activations quantized at run time), with
-weights per tensor (dynamic_int8), per column (dynamic_int8_per_channel),
-and per tensor with the folding off (dynamic_int8_as_written). Kiln's
-outputs must match within 1e-4 of the largest, as the f32 builds do
-(W8A8, QDQ and dynamic, whose products' inputs are quantized too: see
+products off (qdq_int8_as_written); as quantize_static's QOperator model
+(the same quantization and calibration, the MatMuls become QLinearMatMul
+whose outputs are quantized too, by ranges calibrated as the inputs', and
+dequantized), once with int8 activations and weights per tensor
+(qoperator_int8), once with uint8 activations and weights per column
+(qoperator_uint8_per_channel); and as quantize_dynamic's QOperator model
+(DynamicQuantizeLinear, MatMulInteger, and the scales multiplied back:
+int8 weights, uint8 activations quantized at run time), with weights per
+tensor (dynamic_int8), per column (dynamic_int8_per_channel), and per
+tensor with the folding off (dynamic_int8_as_written). Kiln's outputs
+must match within 1e-4 of the largest, as the f32 builds do (W8A8, QDQ,
+QOperator and dynamic, whose products' inputs are quantized too: see
 DYNAMIC_SHARE): the quantized kernels compute the same
 products as the dequantized f32 weights. The quantization error itself
 (against the f32 export) is printed, not checked: on random weights it
@@ -51,16 +56,17 @@ TOLERANCE = 1e-4
 # they are still far closer to the reference than to f32, which is what is
 # checked: the relative RMS error against the reference at most
 # DYNAMIC_SHARE of the quantization's own (against f32), or TOLERANCE.
-# A QDQ or dynamic (DynamicQuantizeLinear) model is checked so too: kiln
-# quantizes each product's input as its own f32 kernels computed it, as
-# ORT does its own (on hf_qwen3, ORT running the QDQ model and ORT running
-# the same quantization as float ops differ by an eighth of the
-# quantization error).
+# A QDQ, QLinearMatMul or dynamic (DynamicQuantizeLinear) model is checked
+# so too: kiln quantizes each product's input (and a QLinearMatMul's
+# output) as its own f32 kernels computed it, as ORT does its own (on
+# hf_qwen3, ORT running the QDQ model and ORT running the same
+# quantization as float ops differ by an eighth of the quantization
+# error).
 DYNAMIC_SHARE = 0.25
 GROUP_SIZE = 32
-# The QDQ models' calibration: every case, at seeds from this one on (the
-# cases checked use seeds 0, 1, ...), so that a decoder's ranges include
-# those with a past.
+# The QDQ and QLinearMatMul models' calibration: every case, at seeds from
+# this one on (the cases checked use seeds 0, 1, ...), so that a decoder's
+# ranges include those with a past.
 CALIBRATION_SEED = 100
 # A variant whose model bench/quantization.py writes in one of ONNX
 # Runtime's formats: `what` it quantized (for the messages), write(path)
@@ -89,6 +95,9 @@ def compare_model(kilnc, kiln_run, model, work_dir):
     def qdq(activation_type, per_channel=False):
         return lambda path: quantization.qdq_model(model, path, calibration, activation_type,
                                                    per_channel=per_channel)
+    def qoperator(activation_type, per_channel=False):
+        return lambda path: quantization.qoperator_model(model, path, calibration,
+                                                         activation_type, per_channel=per_channel)
     def dynamic(per_channel=False):
         return lambda path: quantization.dynamic_model(model, path, per_channel=per_channel)
     unfolded = ["--disable=fold-quantized-products"]
@@ -100,6 +109,11 @@ def compare_model(kilnc, kiln_run, model, work_dir):
                                          inputs_quantized=True),
         "qdq_int8_as_written": Written("QDQ MatMuls", qdq("int8"), unfolded,
                                        inputs_quantized=True),
+        "qoperator_int8": Written("QLinearMatMuls", qoperator("int8"), [],
+                                  inputs_quantized=True),
+        "qoperator_uint8_per_channel": Written("QLinearMatMuls",
+                                               qoperator("uint8", per_channel=True), [],
+                                               inputs_quantized=True),
         "dynamic_int8": Written("MatMulIntegers", dynamic(), [], inputs_quantized=True),
         "dynamic_int8_per_channel": Written("MatMulIntegers", dynamic(per_channel=True), [],
                                             inputs_quantized=True),
@@ -111,8 +125,8 @@ def compare_model(kilnc, kiln_run, model, work_dir):
     for variant, options in variants.items():
         artifact = os.path.join(work_dir, f"{model_name}.{variant}.kiln")
         reference = os.path.join(work_dir, f"{model_name}.{variant}.reference.onnx")
-        # Where the products' inputs are quantized (W8A8, QDQ, dynamic):
-        # the relative RMS error against the reference, at most
+        # Where the products' inputs are quantized (W8A8, QDQ, QOperator,
+        # dynamic): the relative RMS error against the reference, at most
         # DYNAMIC_SHARE of the quantization's own against f32.
         if variant in written:
             what, write, compile_options, relative_rms = options
