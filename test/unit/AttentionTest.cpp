@@ -671,9 +671,10 @@ TEST_P(AttentionTest, PresentsAreWrittenWithoutQueriesAndOneAtATime) {
           shapeName(shape) + (withValues ? " both presents" : " key only");
       expectMatchesReference(p, what);
       expectSameRows(presentK, p.k, what);
-      if (!withValues)
+      if (!withValues) {
         for (float x : presentV.data)
           EXPECT_TRUE(std::isnan(x)) << what;
+      }
     }
   }
 }

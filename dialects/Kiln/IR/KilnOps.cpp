@@ -456,9 +456,11 @@ LogicalResult PagedAttentionOp::verify() {
       failed(agreeSizes(op, shapeOf(getPastLengths())[0], query[0],
                         "past length and query batch sizes")))
     return failure();
-  if (getLayer() < 0 || getLayer() >= cache[1])
-    return emitOpError() << "layer " << getLayer() << " is not one of the cache's "
-                         << cache[1] << " layers";
+  // The attribute's getter reads it unsigned; a negative layer is signed.
+  const int64_t layer = static_cast<int64_t>(getLayer());
+  if (layer < 0 || layer >= cache[1])
+    return emitOpError() << "layer " << layer << " is not one of the cache's " << cache[1]
+                         << " layers";
   return verifyResultShape(*this, {query[0], query[1], query[2], value[3]},
                            getResult(), "result");
 }
