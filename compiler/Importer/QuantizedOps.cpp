@@ -404,22 +404,43 @@ LogicalResult importDynamicQuantizeLinear(ImportContext &ctx, const onnx::NodePr
   return success();
 }
 
+/// An integer product's operands: A (input `aIndex`, rank 2 or more) and
+/// a 2-D B (input `bIndex`) as int8Input gives them, and the shape of their
+/// product, [..., M, N]. `aName` and `bName` name them in errors.
+struct IntegerProductOperands {
+  Value a, b;
+  SmallVector<int64_t> shape;
+};
+
+FailureOr<IntegerProductOperands> integerProductOperands(ImportContext &ctx,
+                                                         const onnx::NodeProto &node,
+                                                         int aIndex, int bIndex,
+                                                         StringRef aName, StringRef bName) {
+  auto a = int8Input(ctx, node, aIndex, aName);
+  if (failed(a))
+    return failure();
+  auto b = int8Input(ctx, node, bIndex, bName);
+  if (failed(b))
+    return failure();
+  auto aType = cast<RankedTensorType>(a->getType());
+  auto bType = cast<RankedTensorType>(b->getType());
+  if (aType.getRank() < 2 || bType.getRank() != 2)
+    return ctx.error(node) << "kiln reads " << aName << " of rank 2 or more by a 2-D "
+                           << bName << ", got " << aType << " and " << bType;
+  SmallVector<int64_t> shape(aType.getShape());
+  shape.back() = bType.getShape()[1];
+  return IntegerProductOperands{*a, *b, std::move(shape)};
+}
+
 /// MatMulInteger by a 2-D B: (A − a_zero_point) · (B − b_zero_point) in
 /// int32, as kiln.matmul_integer; uint8 operands lowered by 128 with their
 /// zero points. One a_zero_point (per tensor), and one b_zero_point or one
 /// per column.
 LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto a = int8Input(ctx, node, 0, "A");
-  auto b = a;
-  if (succeeded(a))
-    b = int8Input(ctx, node, 1, "B");
-  if (failed(a) || failed(b))
+  auto operands = integerProductOperands(ctx, node, 0, 1, "A", "B");
+  if (failed(operands))
     return failure();
-  auto aType = cast<RankedTensorType>(a->getType());
-  auto bType = cast<RankedTensorType>(b->getType());
-  if (aType.getRank() < 2 || bType.getRank() != 2)
-    return ctx.error(node) << "kiln reads A of rank 2 or more by a 2-D B, got " << aType
-                           << " and " << bType;
+  auto bType = cast<RankedTensorType>(operands->b.getType());
   OpBuilder &builder = ctx.builder();
   auto i8 = builder.getI8Type();
   auto scalarType = RankedTensorType::get({}, i8);
@@ -437,12 +458,10 @@ LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &nod
       (bZeroPointType.getRank() == 1 && bZeroPointType.getShape()[0] != bType.getShape()[1]))
     return ctx.error(node) << "kiln reads one b_zero_point, or one per column of B ("
                            << bType.getShape()[1] << "), got " << bZeroPointType;
-  SmallVector<int64_t> shape(aType.getShape());
-  shape.back() = bType.getShape()[1];
   ctx.setOutput(node, 0,
                 builder.create<MatMulIntegerOp>(
-                    ctx.loc(node), ctx.resultType(node, 0, builder.getI32Type(), shape), *a,
-                    *b, *aZeroPoint, *bZeroPoint));
+                    ctx.loc(node), ctx.resultType(node, 0, builder.getI32Type(), operands->shape),
+                    operands->a, operands->b, *aZeroPoint, *bZeroPoint));
   return success();
 }
 
@@ -453,19 +472,10 @@ LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &nod
 /// as in a QDQ model. A's and Y's parameters are per tensor, B's per
 /// tensor or per column.
 LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto a = int8Input(ctx, node, 0, "a");
-  auto b = a;
-  if (succeeded(a))
-    b = int8Input(ctx, node, 3, "b");
-  if (failed(a) || failed(b))
+  auto operands = integerProductOperands(ctx, node, 0, 3, "a", "b");
+  if (failed(operands))
     return failure();
-  auto aType = cast<RankedTensorType>(a->getType());
-  auto bType = cast<RankedTensorType>(b->getType());
-  if (aType.getRank() < 2 || bType.getRank() != 2)
-    return ctx.error(node) << "kiln reads a of rank 2 or more by a 2-D b, got " << aType
-                           << " and " << bType;
-  SmallVector<int64_t> shape(aType.getShape());
-  shape.back() = bType.getShape()[1];
+  ArrayRef<int64_t> shape = operands->shape;
   // Each operand's parameters, of its own type.
   auto parameters = [&](int scaleIndex, int valuesIndex, int64_t rank,
                         bool perTensor) -> FailureOr<QuantizationParameters> {
@@ -480,7 +490,8 @@ LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &nod
                              << ", got " << result->scale.getType();
     return result;
   };
-  auto aParameters = parameters(1, 0, aType.getRank(), /*perTensor=*/true);
+  auto aParameters =
+      parameters(1, 0, cast<RankedTensorType>(operands->a.getType()).getRank(), /*perTensor=*/true);
   if (failed(aParameters))
     return failure();
   auto bParameters = parameters(4, 3, 2, /*perTensor=*/false);
@@ -496,8 +507,8 @@ LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &nod
     auto type = cast<RankedTensorType>(values.getType()).clone(builder.getF32Type());
     return builder.create<DequantizeOp>(loc, type, values, p.scale, p.zeroPoint);
   };
-  Value lhs = dequantized(*a, *aParameters);
-  Value rhs = dequantized(*b, *bParameters);
+  Value lhs = dequantized(operands->a, *aParameters);
+  Value rhs = dequantized(operands->b, *bParameters);
   Value product =
       builder.create<MatMulOp>(loc, RankedTensorType::get(shape, builder.getF32Type()), lhs, rhs);
   ctx.setOutput(node, 0,

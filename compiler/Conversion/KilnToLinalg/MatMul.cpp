@@ -103,7 +103,8 @@ RowsProduct flattenRows(OpBuilder &b, Location loc, Operation *op, Value input,
   flat.rows = multiplySizes(b, loc, ArrayRef(flat.resultSizes).drop_back());
   OpFoldResult k = inputSizes.back();
   flat.flatInput = reshapeRows(
-      b, loc, input, tensorType({flat.rows, k}, resultType.getElementType()),
+      b, loc, input,
+      tensorType({flat.rows, k}, cast<RankedTensorType>(input.getType()).getElementType()),
       {flat.rows, k});
   return flat;
 }
@@ -455,7 +456,7 @@ struct MatMulIntegerLowering : public OpConversionPattern<MatMulIntegerOp> {
     Location loc = op.getLoc();
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     auto resultType = cast<RankedTensorType>(op.getType());
-    Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+    Type i32 = rewriter.getI32Type();
     SmallVector<OpFoldResult> lhsSizes = sizesOf(rewriter, loc, lhs);
     SmallVector<OpFoldResult> rhsSizes = sizesOf(rewriter, loc, rhs);
     OpFoldResult k = lhsSizes.back(), n = rhsSizes[1];
@@ -465,12 +466,8 @@ struct MatMulIntegerLowering : public OpConversionPattern<MatMulIntegerOp> {
     if (perColumn)
       checkSameSize(rewriter, loc, op, sizesOf(rewriter, loc, rhsZeroPoint)[0], n,
                     "rhs_zero_point does not have one value per column");
-    SmallVector<OpFoldResult> resultSizes(lhsSizes.begin(), lhsSizes.end() - 1);
-    resultSizes.push_back(n);
-    checkResultSizes(rewriter, loc, op, resultType, resultSizes);
-    OpFoldResult rows = multiplySizes(rewriter, loc, ArrayRef(resultSizes).drop_back());
-    Value flatLhs = reshapeRows(rewriter, loc, lhs, tensorType({rows, k}, i8), {rows, k});
-    Value init = zeroFilled(rewriter, loc, {rows, n}, i32);
+    RowsProduct flat = flattenRows(rewriter, loc, op, lhs, lhsSizes, n, resultType);
+    Value init = zeroFilled(rewriter, loc, {flat.rows, n}, i32);
 
     MLIRContext *ctx = rewriter.getContext();
     AffineExpr row, column, depth;
@@ -487,7 +484,8 @@ struct MatMulIntegerLowering : public OpConversionPattern<MatMulIntegerOp> {
         rewriter
             .create<linalg::GenericOp>(
                 loc, init.getType(),
-                ValueRange{flatLhs, rhs, adaptor.getLhsZeroPoint(), rhsZeroPoint}, init, maps,
+                ValueRange{flat.flatInput, rhs, adaptor.getLhsZeroPoint(), rhsZeroPoint}, init,
+                maps,
                 iterators,
                 [&](OpBuilder &b, Location nestedLoc, ValueRange args) {
                   auto difference = [&](Value value, Value zeroPoint) -> Value {
@@ -501,7 +499,8 @@ struct MatMulIntegerLowering : public OpConversionPattern<MatMulIntegerOp> {
                       nestedLoc, ValueRange{b.create<arith::AddIOp>(nestedLoc, args[4], term)});
                 })
             .getResult(0);
-    rewriter.replaceOp(op, reshapeRows(rewriter, loc, product, resultType, resultSizes));
+    rewriter.replaceOp(op,
+                       reshapeRows(rewriter, loc, product, resultType, flat.resultSizes));
     return success();
   }
 };
