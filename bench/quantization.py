@@ -28,11 +28,16 @@ INT8_MAX = np.float32(127)
 UINT4_MAX = np.float32(15)
 
 
+# kilnc's W8A8 modes (--report's `mode`): int8 weights with a scale per
+# column, inputs quantized per row at run time or with a calibrated scale.
+W8A8_MODES = ("int8-dynamic", "int8")
+
+
 def quantize(weight, group_size, mode):
     """`weight` [K, N] (float32) as integer values [K, N], float32 scales
     and zero points [ceil(K / group_size), N], per column's group of rows.
     int8-weight: scale = max |w| / 127, value = round(w / scale), zero
-    point 0 (int8-dynamic: the same, with one group of all K rows).
+    point 0 (W8A8_MODES: the same, with one group of all K rows).
     int4-weight: the range [min(w, 0), max(w, 0)] in 15 steps of
     scale, zero point = round(-min / scale), value = round(w / scale) +
     zero point in [0, 15]. Rounding is to nearest, ties to even."""
@@ -45,7 +50,7 @@ def quantize(weight, group_size, mode):
         rows = weight[group * group_size:(group + 1) * group_size]
         low = np.minimum(rows.min(axis=0), np.float32(0))
         high = np.maximum(rows.max(axis=0), np.float32(0))
-        if mode in ("int8-weight", "int8-dynamic"):
+        if mode == "int8-weight" or mode in W8A8_MODES:
             scale = (np.maximum(high, -low) / INT8_MAX).astype(np.float32)
             zero_point, lowest, highest = np.zeros_like(scale), -INT8_MAX, INT8_MAX
         elif mode == "int4-weight":
@@ -85,14 +90,16 @@ def weight_orientation(graph, name):
     return None
 
 
-def quantized_rows(graph, x, prefix, opset):
+def quantized_rows(graph, x, prefix, opset, fixed=None):
     """Appends to `graph` the nodes that quantize `x` to uint8 per row (its
     last axis) and multiply it back, as the runtime does for int8-dynamic:
     the row's range [min(x, 0), max(x, 0)] in 255 steps of scale (1 for a
     row of zeros), zero point round(-min / scale), value round(x / scale)
     + zero point clamped to [0, 255] (ONNX QuantizeLinear's formula), each
-    float32 operation rounded apart. Returns the nodes and the name of (value − zero point) ·
-    scale."""
+    float32 operation rounded apart. With `fixed`, a (scale, zero point)
+    pair, every row is quantized with it instead (static W8A8, kilnc
+    --quantize=int8). Returns the nodes and the name of (value − zero
+    point) · scale."""
     helper = onnx.helper
     def constant(name, value):
         graph.initializer.append(numpy_helper.from_array(np.array(value, np.float32),
@@ -112,34 +119,41 @@ def quantized_rows(graph, x, prefix, opset):
                 graph.initializer.append(numpy_helper.from_array(np.array([-1], np.int64), axes))
             return node(op, [x, axes], keepdims=1)
         return node(op, [x], axes=[-1], keepdims=1)
-    low = node("Min", [reduce("ReduceMin"), zero])
-    high = node("Max", [reduce("ReduceMax"), zero])
-    step = node("Div", [node("Sub", [high, low]), top])
-    scale = node("Where", [node("Greater", [step, zero]), step, one])
-    zero_point = node("Clip", [node("Round", [node("Div", [node("Neg", [low]), scale])]), zero, top])
+    if fixed is not None:
+        scale, zero_point = constant("scale", fixed[0]), constant("zero_point", fixed[1])
+    else:
+        low = node("Min", [reduce("ReduceMin"), zero])
+        high = node("Max", [reduce("ReduceMax"), zero])
+        step = node("Div", [node("Sub", [high, low]), top])
+        scale = node("Where", [node("Greater", [step, zero]), step, one])
+        zero_point = node("Clip", [node("Round", [node("Div", [node("Neg", [low]), scale])]),
+                                   zero, top])
     value = node("Clip", [node("Add", [node("Round", [node("Div", [x, scale])]), zero_point]),
                           zero, top])
     restored = node("Mul", [node("Sub", [value, zero_point]), scale])
     return nodes, restored
 
 
-def quantize_product_inputs(model, weight_names):
-    """Routes the input of every product reading one of `weight_names` as
-    its weight, directly or through Identity nodes (a module repeated by
-    deep copy exports its copies' weights so), through quantized_rows."""
+def quantize_product_inputs(model, weights):
+    """Routes the input of every product reading one of `weights` as its
+    weight, directly or through Identity nodes (a module repeated by deep
+    copy exports its copies' weights so), through quantized_rows: `weights`
+    maps each weight's name to its products' fixed (scale, zero point), or
+    None for a per-row quantization at run time."""
     graph = model.graph
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
-    weight_names = set(weight_names)
+    weights = dict(weights)
     for node in graph.node:
-        if node.op_type == "Identity" and node.input[0] in weight_names:
-            weight_names.add(node.output[0])
+        if node.op_type == "Identity" and node.input[0] in weights:
+            weights[node.output[0]] = weights[node.input[0]]
     nodes = []
     for index, node in enumerate(graph.node):
-        if node.op_type in ("MatMul", "Gemm") and node.input[1] in weight_names:
+        if node.op_type in ("MatMul", "Gemm") and node.input[1] in weights:
             if any(a.name == "transA" and a.i for a in node.attribute):
                 raise ValueError(f"{node.name}: a Gemm with transA has no rows to quantize")
             quantize_nodes, restored = quantized_rows(graph, node.input[0],
-                                                      f"kiln_w8a8_{index}", opset)
+                                                      f"kiln_w8a8_{index}", opset,
+                                                      weights[node.input[1]])
             nodes += quantize_nodes
             node.input[0] = restored
         nodes.append(node)
@@ -150,7 +164,8 @@ def quantize_product_inputs(model, weight_names):
 def dequantized_model(model_path, quantization, output_path):
     """Writes `model_path` with every weight that kilnc's --report
     `quantization` record names replaced by its dequantized values (and,
-    for int8-dynamic, the products' inputs quantized per row).
+    for int8-dynamic, the products' inputs quantized per row; for int8,
+    with the record's fixed input scale and zero point).
     Raises ValueError for a named weight that is not an initializer read by
     a product, which the reference cannot reproduce."""
     model = onnx.load(model_path)
@@ -168,12 +183,14 @@ def dequantized_model(model_path, quantization, output_path):
             raise ValueError(f"{model_path}: '{name}' is {list(weight.shape)}, the "
                              f"report says {entry['rows']}x{entry['columns']}")
         # W8A8 scales whole columns.
-        group_size = entry["rows"] if mode == "int8-dynamic" else quantization["group_size"]
+        group_size = entry["rows"] if mode in W8A8_MODES else quantization["group_size"]
         restored = dequantize(*quantize(matrix, group_size, mode), group_size)
         initializers[name].CopyFrom(numpy_helper.from_array(
             np.ascontiguousarray(restored.T if transposed else restored), name))
-    if mode == "int8-dynamic":
-        quantize_product_inputs(model, {entry["name"] for entry in quantization["weights"]})
+    if mode in W8A8_MODES:
+        quantize_product_inputs(model, {
+            entry["name"]: (entry["input_scale"], entry["input_zero_point"])
+            if mode == "int8" else None for entry in quantization["weights"]})
     onnx.save(model, output_path)
 
 

@@ -109,6 +109,11 @@ for _mode in ("int8", "int4"):
     SCALE_VARIANTS[f"{_mode}_head"] = [*SCALE_VARIANTS[_mode], "--quantize-lm-head"]
 SCALE_VARIANTS["w8a8"] = ["--quantize=int8-dynamic"]
 SCALE_VARIANTS["w8a8_head"] = [*SCALE_VARIANTS["w8a8"], "--quantize-lm-head"]
+# Static W8A8: kilnc calibrates each product's input scale on
+# CALIBRATION_CASES (--calibration, added per model by compile_artifacts).
+STATIC_W8A8 = "--quantize=int8"
+SCALE_VARIANTS["w8a8_static"] = [STATIC_W8A8]
+SCALE_VARIANTS["w8a8_static_head"] = [STATIC_W8A8, "--quantize-lm-head"]
 # Builds of another model, which ONNX Runtime runs too, each written by
 # bench/quantization.py from the export with every MatMul by a constant
 # weight (the LM head's included) quantized: as ORT's 4-bit MatMulNBits,
@@ -126,11 +131,26 @@ DYNAMIC = "dynamic"
 CALIBRATION_CASES = [(1, 128, 0, 100), (4, 1, 256, 101)]
 
 
+def calibration_feeds(source):
+    """The export's inputs for each of CALIBRATION_CASES."""
+    return [harness.make_inputs(source, batch, sequence, past, seed=seed)
+            for batch, sequence, past, seed in CALIBRATION_CASES]
+
+
 def calibrated_qdq_model(source, destination):
     """qdq_model calibrated on CALIBRATION_CASES."""
-    calibration = [harness.make_inputs(source, batch, sequence, past, seed=seed)
-                   for batch, sequence, past, seed in CALIBRATION_CASES]
-    quantization.qdq_model(source, destination, calibration)
+    quantization.qdq_model(source, destination, calibration_feeds(source))
+
+
+def calibration_sets(source, work_dir):
+    """kilnc --calibration's directory of CALIBRATION_CASES' inputs for the
+    export (the data the QDQ model is calibrated on too)."""
+    directory = os.path.join(work_dir, os.path.basename(source) + ".calibration")
+    for index, feeds in enumerate(calibration_feeds(source)):
+        set_directory = os.path.join(directory, f"set{index}")
+        os.makedirs(set_directory, exist_ok=True)
+        harness.save_inputs(feeds, set_directory)
+    return directory
 
 
 # The builds of a written model: the function writing it (export path,
@@ -184,10 +204,13 @@ def compile_artifacts(args, models, variants, dim_bounds):
                 source = paths[model, variant] = os.path.join(
                     args.work_dir, f"{model}.{variant}.onnx")
                 WRITTEN_MODELS[variant](paths[model], source)
+            options = list(options or [])
+            if STATIC_W8A8 in options:
+                options += ["--calibration", calibration_sets(source, args.work_dir)]
             usage = {}
             start = time.monotonic()
-            harness.run_command([args.kilnc, source, "-o", artifact, *bounds,
-                                 *(options or [])], usage)
+            harness.run_command([args.kilnc, source, "-o", artifact, *bounds, *options],
+                                usage)
             if variant == "fused":
                 compiles[model] = {"seconds": time.monotonic() - start,
                                    "max_rss_mb": usage["max_rss_mb"]}
@@ -417,7 +440,7 @@ def roofline_table(args, cases, runs, rounds):
               + ", ".join(f"{variant} artifact weights "
                           f"{harness.artifact_memory(artifacts[model, variant])['weights_bytes'] / 1e6:.0f} MB"
                           for variant in variants if variant != "fused"))
-    header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'build':<9} "
+    header = (f"{'model':<14} {'case':<8} {'shape (b, s, past)':<19} {'build':<16} "
               f"{'MB/step':>8} {'GFLOP':>7} {'bound':>5} {'floor ms':>9} {'kiln ms':>9} "
               f"{'kiln %':>6} {'x f32':>6} {'ORT ms':>9} {'ORT %':>6} {'ORT/kiln':>8} "
               f"{'kiln MB':>8} {'ORT MB':>7} {'kiln ld':>8} {'ORT ld':>8} {'rel err':>8}")
@@ -454,7 +477,7 @@ def roofline_table(args, cases, runs, rounds):
             # f32 builds (and ORT's own model) must match ORT; the quantized
             # ones show what quantizing cost.
             error = errors["max_rel_err" if variant in ("fused", NBITS) else "rel_rms_err"]
-            print(f"{model:<14} {kind:<8} {shape:<19} {variant:<9} {moved / 1e6:>8.1f} "
+            print(f"{model:<14} {kind:<8} {shape:<19} {variant:<16} {moved / 1e6:>8.1f} "
                   f"{flops / 1e9:>7.2f} {bound:>5} {floor_ms:>9.3f} {kiln['median_ms']:>9.3f} "
                   f"{100 * floor_ms / kiln['median_ms']:>5.0f}% "
                   f"{best['fused']['median_ms'] / kiln['median_ms']:>6.2f} "
@@ -471,8 +494,10 @@ def roofline_table(args, cases, runs, rounds):
                             **errors})
     print("build = fused (f32), int8 / int4 (--quantize=int8-weight / int4-weight, the LM "
           "head f32), w8a8 (--quantize=int8-dynamic: the products' inputs quantized too, "
-          "per row at run time), int8_head / int4_head / w8a8_head (the LM head quantized "
-          "too), nbits (the export "
+          "per row at run time), w8a8_static (--quantize=int8: one input scale per product, "
+          "calibrated by kilnc on the QDQ model's calibration inputs), int8_head / "
+          "int4_head / w8a8_head / w8a8_static_head (the LM head quantized too), nbits (the "
+          "export "
           "with its MatMuls as ONNX Runtime's 4-bit MatMulNBits, blocks of "
           f"{QUANT_GROUP_SIZE}), qdq (the export as ORT's quantize_static writes a QDQ "
           "model, int8 per tensor, MinMax-calibrated; kiln folds its products into int8 "

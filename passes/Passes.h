@@ -25,6 +25,12 @@ namespace kiln {
 /// the relative RMS of its quantization error.
 constexpr llvm::StringLiteral kQuantizationAttrName = "kiln.quantization";
 
+/// The module attribute by which kilnc hands kiln-quantize-weights the
+/// calibrated input range of each weight's products (static W8A8): a
+/// dictionary from the weight's name (weightName) to [lo, hi] (f32 array).
+constexpr llvm::StringLiteral kCalibratedInputRangesAttrName =
+    "kiln.calibrated_input_ranges";
+
 /// Which graph optimizations run. Everything is on by default; `kilnc
 /// --disable=...` turns optimizations off by name to measure their effect.
 struct OptimizationOptions {

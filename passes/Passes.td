@@ -394,6 +394,15 @@ def KilnQuantizeWeights : Pass<"kiln-quantize-weights", "mlir::ModuleOp"> {
     whose K is not a multiple of 4 (or is over 65536) stays f32, and the
     report lists it under `kept_f32` with the reason.
 
+    Static W8A8 (`kilnc --quantize=int8 --calibration DIR`): when the module
+    carries `kiln.calibrated_input_ranges`, a dictionary from each weight's
+    name (its ONNX initializer's) to the range [lo, hi] that calibration saw
+    its products' inputs take, every linear that quantize-inputs rewrites
+    quantizes its input with one fixed scale and zero point instead: the
+    range widened to include 0 and cut into 255 steps, z = round(-lo /
+    scale) (`input_scale`, `input_zero_point`). A weight the dictionary does
+    not name is an error: its products ran in no calibration run.
+
     The product that makes the model's results (its LM head: a linear whose
     result reaches the return through reshapes and casts only) stays f32
     unless `lm-head` is set, as its error is not averaged away by later

@@ -17,6 +17,8 @@
 #include "passes/WeightBlobs.h"
 #include "passes/WeightQuantizer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace kiln {
@@ -40,9 +42,10 @@ Type valueType(const quantizer::Format &format, MLIRContext *context) {
 }
 
 /// `--report`'s name of the mode, and the replaced blobs' suffix.
-StringRef modeName(const quantizer::Format &format, bool quantizeInputs) {
+StringRef modeName(const quantizer::Format &format, bool quantizeInputs,
+                   bool calibrated) {
   if (quantizeInputs)
-    return "int8-dynamic";
+    return calibrated ? "int8" : "int8-dynamic";
   return format.bits == 8 ? "int8-weight" : "int4-weight";
 }
 StringRef blobSuffix(const quantizer::Format &format) {
@@ -56,6 +59,21 @@ StringRef int8InputsRefusal(int64_t k) {
   if (k > LinearOp::kMaxInt8Depth)
     return "K is over 65536";
   return "";
+}
+
+/// A product's fixed input quantization from the range its input took in
+/// calibration: [lo, hi] widened to include 0, cut into 255 steps (scale 1
+/// for an input that was always 0), and where 0 lands.
+struct StaticInputQuantization {
+  float scale;
+  int64_t zeroPoint;
+};
+StaticInputQuantization staticInputQuantization(float lo, float hi) {
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
+  const float scale = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  const float zeroPoint = std::nearbyint(-lo / scale);
+  return {scale, static_cast<int64_t>(std::clamp(zeroPoint, 0.0f, 255.0f))};
 }
 
 /// Whether `value` reaches the function's results through nothing but
@@ -88,17 +106,6 @@ std::optional<SmallVector<LinearOp>> packedProducts(Value weight) {
   return products;
 }
 
-/// The weight's name for the report: its ONNX initializer's (or, for a
-/// weight that the compiler computed, the node's), else its location.
-std::string weightName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  loc.print(os);
-  return os.str();
-}
-
 struct QuantizeWeightsPass
     : public impl::KilnQuantizeWeightsBase<QuantizeWeightsPass> {
   using KilnQuantizeWeightsBase::KilnQuantizeWeightsBase;
@@ -122,6 +129,13 @@ struct QuantizeWeightsPass
       return signalPassFailure();
     }
     const quantizer::Format format{bits};
+    auto calibratedRanges =
+        getOperation()->getAttrOfType<DictionaryAttr>(kCalibratedInputRangesAttrName);
+    if (calibratedRanges && !quantizeInputs) {
+      getOperation().emitError() << "kiln-quantize-weights: calibrated input "
+                                    "ranges need quantize-inputs";
+      return signalPassFailure();
+    }
     SmallVector<ConstantOp> constants;
     getOperation().walk([&](ConstantOp constant) { constants.push_back(constant); });
     OpBuilder builder(&getContext());
@@ -155,6 +169,19 @@ struct QuantizeWeightsPass
         keptF32.push_back(
             entry({builder.getNamedAttr("reason", builder.getStringAttr(refusal))}));
         continue;
+      }
+      std::optional<StaticInputQuantization> staticInput;
+      if (calibratedRanges) {
+        const std::string name = weightName(constant.getLoc());
+        auto range = calibratedRanges.getAs<DenseF32ArrayAttr>(name);
+        if (!range || range.size() != 2 || !std::isfinite(range[0]) ||
+            !std::isfinite(range[1]) || range[0] > range[1]) {
+          constant.emitError() << "kiln-quantize-weights: no calibrated input "
+                                  "range [lo, hi] for the products of weight '"
+                               << name << "'";
+          return signalPassFailure();
+        }
+        staticInput = staticInputQuantization(range[0], range[1]);
       }
       std::vector<char> splat;
       std::optional<ArrayRef<float>> weights = floatValues(constant.getValue(), splat);
@@ -194,10 +221,19 @@ struct QuantizeWeightsPass
                                  });
       };
       ElementsAttr scales = copyOf(scalesType, "_scales", scaleValues.data());
-      report.push_back(entry({
+      SmallVector<NamedAttribute> facts = {
           builder.getNamedAttr("products", builder.getI64IntegerAttr(products->size())),
           builder.getNamedAttr("relative_rms_error", builder.getF64FloatAttr(error)),
-      }));
+      };
+      FloatAttr inputScale;
+      IntegerAttr inputZeroPoint;
+      if (staticInput) {
+        inputScale = builder.getF32FloatAttr(staticInput->scale);
+        inputZeroPoint = builder.getI64IntegerAttr(staticInput->zeroPoint);
+        facts.push_back(builder.getNamedAttr("input_scale", inputScale));
+        facts.push_back(builder.getNamedAttr("input_zero_point", inputZeroPoint));
+      }
+      report.push_back(entry(facts));
       builder.setInsertionPoint(constant);
       Location loc = constant.getLoc();
       Value quantizedWeight = builder.create<ConstantOp>(loc, valuesType, values);
@@ -219,16 +255,16 @@ struct QuantizeWeightsPass
             scaleWeight, zeroPointWeight, columnSumWeight, linear.getBias(),
             linear.getActivationAttr(), linear.getGate(), linear.getResidual(),
             /*transpose_b=*/false, /*packed=*/true,
-            builder.getI64IntegerAttr(rowsPerGroup), quantizeInputs,
-            /*input_scale=*/FloatAttr(), /*input_zero_point=*/IntegerAttr(),
-        /*input_tensor_range=*/false);
+            builder.getI64IntegerAttr(rowsPerGroup), quantizeInputs, inputScale,
+            inputZeroPoint, /*input_tensor_range=*/false);
         linear.getResult().replaceAllUsesWith(result);
         linear.erase();
       }
       readers.erase(constant);
     }
     SmallVector<NamedAttribute> summary = {
-        builder.getNamedAttr("mode", builder.getStringAttr(modeName(format, quantizeInputs))),
+        builder.getNamedAttr("mode", builder.getStringAttr(modeName(
+                                         format, quantizeInputs, bool(calibratedRanges)))),
         builder.getNamedAttr("lm_head", builder.getBoolAttr(quantizeLmHead)),
         builder.getNamedAttr("weights", builder.getArrayAttr(report)),
     };
@@ -238,6 +274,8 @@ struct QuantizeWeightsPass
     else
       summary.push_back(builder.getNamedAttr("group_size", builder.getI64IntegerAttr(groupSize)));
     getOperation()->setAttr(kQuantizationAttrName, builder.getDictionaryAttr(summary));
+    // The ranges are spent: they live on in the linears' input quantization.
+    getOperation()->removeAttr(kCalibratedInputRangesAttrName);
   }
 };
 

@@ -81,4 +81,13 @@ void BlobReaders::erase(Operation *op) {
   op->erase();
 }
 
+std::string weightName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.print(os);
+  return os.str();
+}
+
 } // namespace kiln

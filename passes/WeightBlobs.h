@@ -18,6 +18,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kiln {
@@ -40,6 +41,11 @@ mlir::ElementsAttr
 replacementWeight(mlir::ElementsAttr original, mlir::RankedTensorType type,
                   llvm::StringRef suffix,
                   llvm::function_ref<void(llvm::MutableArrayRef<char>)> fill);
+
+/// A weight's name, for reports and for matching it across compiles: its
+/// ONNX initializer's (or, for a weight that the compiler computed, the
+/// node's), else its location printed.
+std::string weightName(mlir::Location loc);
 
 /// How many operations name each `dense_resource` blob of a module. Erasing
 /// the last reader of a blob empties it, so that a replaced weight's

@@ -25,6 +25,8 @@ struct ArtifactTensor {
 };
 
 struct ArtifactWeight {
+  /// Not written: the weight's name (weightName) for kilnc's calibration.
+  std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
   llvm::ArrayRef<char> data; // dense row-major; owned by the caller

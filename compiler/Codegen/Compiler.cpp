@@ -148,11 +148,14 @@ bool collectWeights(ModuleOp module, ArtifactContents &artifact,
   auto weights = module->getAttrOfType<ArrayAttr>(kWeightsAttrName);
   if (!weights)
     return true;
+  auto names = module->getAttrOfType<ArrayAttr>(kWeightNamesAttrName);
   storage.resize(weights.size());
   for (auto [index, attr] : llvm::enumerate(weights)) {
     auto value = cast<ElementsAttr>(attr);
     auto type = cast<ShapedType>(value.getType());
     ArtifactWeight weight;
+    if (names && index < names.size())
+      weight.name = cast<StringAttr>(names[index]).str();
     weight.dtype = dtypeName(type.getElementType());
     if (weight.dtype.empty()) {
       error = "a weight has type " + typeString(type) +

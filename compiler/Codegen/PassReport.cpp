@@ -119,6 +119,8 @@ llvm::json::Object PassReport::toJson() const {
     report["memory_plan"] = memoryPlan_;
   if (quantization_.kind() != llvm::json::Value::Null)
     report["quantization"] = quantization_;
+  if (calibration_.kind() != llvm::json::Value::Null)
+    report["calibration"] = calibration_;
   return report;
 }
 
@@ -148,6 +150,11 @@ static llvm::json::Value toJsonValue(Attribute attr) {
 void PassReport::setMemoryPlan(DictionaryAttr plan) {
   std::lock_guard<std::mutex> lock(mutex_);
   memoryPlan_ = toJsonValue(plan);
+}
+
+void PassReport::setCalibration(llvm::json::Value calibration) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  calibration_ = std::move(calibration);
 }
 
 void PassReport::setQuantization(DictionaryAttr quantization) {

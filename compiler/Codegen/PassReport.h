@@ -37,8 +37,8 @@ public:
   /// planned: the arena's bytes, the sum of the planned buffers' bytes, each
   /// buffer's offset and lifetime (positions of its first and last use in
   /// the entry block), and the buffers left on the heap with the reason;
-  /// and `quantization`, when weights were quantized: each one's name,
-  /// shape, products and the relative RMS of its error.
+  /// `quantization`, when weights were quantized: each one's name, shape,
+  /// products and the relative RMS of its error; and `calibration`.
   llvm::json::Object toJson() const;
 
   /// Records kiln-plan-memory's `kiln.memory_plan` attribute, which toJson()
@@ -48,6 +48,11 @@ public:
   /// Records kiln-quantize-weights' `kiln.quantization` attribute, which
   /// toJson() gives as `quantization`.
   void setQuantization(mlir::DictionaryAttr quantization);
+
+  /// Records what kilnc's calibration did and measured (its runs of the
+  /// model: calibration sets, the accuracy of a quantized build against
+  /// f32), which toJson() gives as `calibration`.
+  void setCalibration(llvm::json::Value calibration);
 
   /// Writes toJson() to `path`; false with `error` on failure.
   bool write(llvm::StringRef path, std::string &error) const;
@@ -66,6 +71,7 @@ private:
   std::vector<PassRun> runs_;
   llvm::json::Value memoryPlan_ = nullptr;
   llvm::json::Value quantization_ = nullptr;
+  llvm::json::Value calibration_ = nullptr;
 };
 
 } // namespace kiln

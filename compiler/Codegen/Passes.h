@@ -18,6 +18,9 @@ namespace kiln {
 
 /// Module attribute listing the weights, in entry-argument order.
 constexpr llvm::StringLiteral kWeightsAttrName = "kiln.weights";
+/// Module attribute listing each weight's name (weightName), in the same
+/// order: how kilnc's calibration knows a product's weight across compiles.
+constexpr llvm::StringLiteral kWeightNamesAttrName = "kiln.weight_names";
 /// Module attribute that kiln-plan-memory leaves for the compiler's report
 /// and manifest: arena_bytes, buffer_bytes, buffers and heap (see Passes.td).
 constexpr llvm::StringLiteral kMemoryPlanAttrName = "kiln.memory_plan";

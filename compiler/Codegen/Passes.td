@@ -11,7 +11,10 @@ def PrepareEntryPoint : Pass<"kiln-prepare-entry-point", "mlir::ModuleOp"> {
 
     - every non-splat constant with more than `min-elements` elements becomes
       a trailing argument, a weight; the module's `kiln.weights` attribute
-      lists their values in argument order (identical constants share one);
+      lists their values in argument order (identical constants share one),
+      and `kiln.weight_names` their names (the ONNX initializer's, from the
+      constant's location), by which kilnc's calibration matches a product
+      across two compiles of a model;
     - every argument is marked read-only (`bufferization.writable = false`):
       inputs belong to the caller and weights are mmapped read-only;
     - the function gets a C interface (`llvm.emit_c_interface`), which
@@ -26,10 +29,11 @@ def PrepareEntryPoint : Pass<"kiln-prepare-entry-point", "mlir::ModuleOp"> {
 
     ```mlir
     func.func @main(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
-      %w = kiln.constant dense_resource<w> : tensor<64x64xf32>
+      %w = kiln.constant dense_resource<w> : tensor<64x64xf32> loc("w")
       ...
     // becomes
-    module attributes {kiln.weights = [dense_resource<w> : tensor<64x64xf32>]} {
+    module attributes {kiln.weight_names = ["w"],
+                       kiln.weights = [dense_resource<w> : tensor<64x64xf32>]} {
       func.func @main(%x: tensor<?x64xf32> {bufferization.writable = false},
                       %w: tensor<64x64xf32> {bufferization.writable = false})
           -> tensor<?x64xf32> attributes {llvm.emit_c_interface} {

@@ -1,6 +1,7 @@
 //===- PrepareEntryPoint.cpp - The kiln-prepare-entry-point pass ----------===//
 #include "compiler/Codegen/Passes.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/WeightBlobs.h"
 #include "runtime/src/ArtifactFormat.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -96,7 +97,7 @@ struct PrepareEntryPointPass
       if (value.getNumElements() > minElements && !(dense && dense.isSplat()))
         large.push_back(constant);
     });
-    SmallVector<Attribute> weights;
+    SmallVector<Attribute> weights, names;
     DenseMap<Attribute, BlockArgument> arguments;
     for (ConstantOp constant : large) {
       Attribute value = constant.getValue();
@@ -107,11 +108,13 @@ struct PrepareEntryPointPass
                             constant.getLoc());
         it->second = func.getArgument(index);
         weights.push_back(value);
+        names.push_back(StringAttr::get(&getContext(), weightName(constant.getLoc())));
       }
       constant.replaceAllUsesWith(it->second);
       constant.erase();
     }
     module->setAttr(kWeightsAttrName, ArrayAttr::get(&getContext(), weights));
+    module->setAttr(kWeightNamesAttrName, ArrayAttr::get(&getContext(), names));
   }
 };
 

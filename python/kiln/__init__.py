@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -256,34 +257,62 @@ def _kilnc() -> str:
     raise KilnError("kilnc not found: set KILN_KILNC, or put kilnc on PATH")
 
 
+def save_calibration_sets(directory, feeds: Sequence[Dict[str, np.ndarray]]) -> str:
+    """Writes input sets as kilnc --calibration reads them: one subdirectory
+    per set, with NAME.npy for each input ("/" in a name written as "_").
+    Returns directory."""
+    for index, inputs in enumerate(feeds):
+        set_directory = os.path.join(directory, f"set{index:04d}")
+        os.makedirs(set_directory, exist_ok=True)
+        for name, array in inputs.items():
+            np.save(os.path.join(set_directory, name.replace("/", "_") + ".npy"),
+                    np.ascontiguousarray(array))
+    return os.fspath(directory)
+
+
 def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]] = None,
             kv_cache: Optional[str] = None, kv_block_size: Optional[int] = None,
             cpu: Optional[str] = None, disable: Sequence[str] = (),
             quantize: Optional[str] = None, quant_group_size: Optional[int] = None,
-            quantize_lm_head: bool = False, extra_args: Sequence[str] = ()) -> str:
+            quantize_lm_head: bool = False,
+            calibration: Union[None, str, os.PathLike, Sequence[Dict[str, np.ndarray]]] = None,
+            calibration_method: Optional[str] = None, accuracy_budget: Optional[str] = None,
+            report: Optional[str] = None, extra_args: Sequence[str] = ()) -> str:
     """Compiles an ONNX model into a Kiln artifact with kilnc. dims bounds
     symbolic dims ({"batch": (1, 8)}); kv_cache="paged" gives a decoder the
     engine's paged KV interface; quantize="int8-weight" ("int4-weight")
     stores the products' weights as int8 (4-bit values with zero points),
     quant_group_size rows per scale, the LM head too with
     quantize_lm_head; quantize="int8-dynamic" (W8A8) also quantizes each
-    product's input per row at run time. Returns output_path; a refusal raises KilnError with
-    kilnc's message."""
+    product's input per row at run time, and quantize="int8" with one scale
+    per product fixed from calibration. calibration is kilnc's directory of
+    input sets, or a list of {input name: array} feeds (written to a
+    temporary one): quantize="int8" takes its input ranges from them
+    (calibration_method "minmax" or "percentile"), and every mode is
+    measured on them against f32, in the report (a JSON file path) and
+    against accuracy_budget ("top1>=0.99,max-rel<=0.05"). Returns
+    output_path; a refusal raises KilnError with kilnc's message."""
+    if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
+        with tempfile.TemporaryDirectory(prefix="kiln_calibration_") as directory:
+            save_calibration_sets(directory, calibration)
+            return compile(onnx_path, output_path, dims=dims, kv_cache=kv_cache,
+                           kv_block_size=kv_block_size, cpu=cpu, disable=disable,
+                           quantize=quantize, quant_group_size=quant_group_size,
+                           quantize_lm_head=quantize_lm_head, calibration=directory,
+                           calibration_method=calibration_method,
+                           accuracy_budget=accuracy_budget, report=report,
+                           extra_args=extra_args)
     command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
     for name, (low, high) in (dims or {}).items():
         command.append(f"--dim={name}={low}:{high}")
-    if kv_cache is not None:
-        command.append(f"--kv-cache={kv_cache}")
-    if kv_block_size is not None:
-        command.append(f"--kv-block-size={kv_block_size}")
-    if cpu is not None:
-        command.append(f"--cpu={cpu}")
+    valued = {"--kv-cache": kv_cache, "--kv-block-size": kv_block_size, "--cpu": cpu,
+              "--quantize": quantize, "--quant-group-size": quant_group_size,
+              "--calibration": calibration, "--calibration-method": calibration_method,
+              "--accuracy-budget": accuracy_budget, "--report": report}
+    command += [f"{flag}={os.fspath(value) if isinstance(value, os.PathLike) else value}"
+                for flag, value in valued.items() if value is not None]
     if disable:
         command.append("--disable=" + ",".join(disable))
-    if quantize is not None:
-        command.append(f"--quantize={quantize}")
-    if quant_group_size is not None:
-        command.append(f"--quant-group-size={quant_group_size}")
     if quantize_lm_head:
         command.append("--quantize-lm-head")
     command += list(extra_args)

@@ -105,6 +105,33 @@ def test_compile_quantized(bert, work, mode, group_size, tolerance):
                      quantize=mode, quant_group_size=0)
 
 
+def test_compile_calibrated(bert, work):
+    # Static W8A8 from feeds: kilnc runs the f32 build on them for the
+    # input ranges and reports the quantized build's accuracy against f32
+    # on them; a budget it cannot keep is kilnc's refusal.
+    rng = np.random.default_rng(0)
+    feeds = [{"input_ids": rng.integers(0, 256, size=(2, 16), dtype=np.int64),
+              "attention_mask": np.ones((2, 16), dtype=np.int64),
+              "token_type_ids": np.zeros((2, 16), dtype=np.int64)} for _ in range(2)]
+    model = os.path.join(MODELS, "exports", "bert_tiny.onnx")
+    dims = {"batch": (1, 8), "sequence": (1, 128)}
+    report = work / "calibrated.json"
+    quantized = kiln.compile(model, work / "bert_int8.kiln", dims=dims, quantize="int8",
+                             calibration=feeds, calibration_method="percentile",
+                             report=report)
+    with open(report) as f:
+        calibration = json.load(f)["calibration"]
+    assert calibration["method"] == "percentile" and calibration["sets"] == 2
+    assert calibration["accuracy"]["positions"] == 2 * 2 * 16
+    f32 = kiln.InferenceSession(bert).run(None, feeds[0])[0]
+    outputs = kiln.InferenceSession(quantized).run(None, feeds[0])[0]
+    assert not np.array_equal(f32, outputs)
+    assert np.max(np.abs(outputs - f32)) <= 0.05 * np.max(np.abs(f32))
+    with pytest.raises(kiln.KilnError, match="max relative error .* exceeds 0"):
+        kiln.compile(model, work / "over.kiln", dims=dims, quantize="int8",
+                     calibration=feeds, accuracy_budget="max-rel<=0")
+
+
 def kiln_generate(model, prompts, *flags):
     command = [os.path.join(BIN, "kiln-generate"), model, "--json", *flags]
     for prompt in prompts:

@@ -506,6 +506,20 @@ bool Artifact::contains(const void *pointer) const {
   return p >= begin && p < begin + mappingSize_;
 }
 
+int32_t Artifact::weightIndex(const void *pointer) const {
+  auto *p = static_cast<const char *>(pointer);
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    const WeightInfo &weight = weights_[i];
+    size_t bytes = kiln_dtype_size(weight.dtype);
+    for (int64_t size : weight.shape)
+      bytes *= static_cast<size_t>(size);
+    auto *begin = static_cast<const char *>(weight.data);
+    if (p >= begin && p < begin + bytes)
+      return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
 Artifact::~Artifact() {
   if (library_)
     ::dlclose(library_);

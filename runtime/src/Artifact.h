@@ -60,6 +60,8 @@ public:
   size_t arenaBytes() const { return arenaBytes_; }
   /// Whether `pointer` lies inside the file mapping (weights, for example).
   bool contains(const void *pointer) const;
+  /// The index of the weight that `pointer` points into, or -1.
+  int32_t weightIndex(const void *pointer) const;
 
 private:
   Artifact() = default;

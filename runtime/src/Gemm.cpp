@@ -13,6 +13,7 @@
 #include "runtime/src/Gemm.h"
 
 #include "kiln/runtime.h"
+#include "runtime/src/LinearObserver.h"
 #include "runtime/src/ThreadPool.h"
 #include "runtime/src/VectorMath.h"
 
@@ -635,6 +636,50 @@ void sgemmQuantizedWeight(int64_t m, int64_t n, int64_t k, const float *a,
 // Runtime.cpp: ends the run in progress with `message`.
 extern "C" void kiln_rt_trap(const char *message);
 
+namespace {
+
+/// kiln_ukernel_linear's product, on parameters it has checked.
+void runLinear(const kiln_linear_params_t &p) {
+  using namespace kiln::rt;
+  const bool quantized =
+      p.weight_dtype == KILN_WEIGHT_I8 || p.weight_dtype == KILN_WEIGHT_U4;
+  const bool quantizedInput = p.weight_dtype == KILN_WEIGHT_I8_ROW_QUADS;
+  const bool staticInput = p.input_quantization == KILN_INPUT_U8_STATIC;
+  const GemmEpilogue epilogue{p.bias,     static_cast<GemmActivation>(p.activation),
+                              p.gate,     p.ldg,
+                              p.residual, p.ldr};
+  if (quantizedInput) {
+    const Int8Weight weight{static_cast<const int8_t *>(p.weight), p.weight_stride,
+                            p.scales, p.scales_stride, p.column_sums};
+    const InputQuantization input =
+        staticInput ? InputQuantization::fixed(static_cast<float>(p.input_scale),
+                                               static_cast<int32_t>(p.input_zero_point))
+        : p.input_quantization == KILN_INPUT_U8_DYNAMIC_TENSOR
+            ? InputQuantization::tensorRange()
+            : InputQuantization::perRowRange();
+    gemmInt8(p.m, p.n, p.k, p.a, p.lda, input, weight, p.out, p.ldc,
+             currentThreadPool(), epilogue);
+    return;
+  }
+  if (quantized) {
+    const QuantizedWeight weight{static_cast<QuantizedFormat>(p.weight_dtype),
+                                 static_cast<const uint8_t *>(p.weight),
+                                 p.weight_stride,
+                                 p.scales,
+                                 p.zero_points,
+                                 p.scales_stride,
+                                 p.group_size};
+    sgemmQuantizedWeight(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
+                         currentThreadPool(), epilogue);
+    return;
+  }
+  sgemm(p.m, p.n, p.k, p.a, p.lda, static_cast<const float *>(p.weight),
+        p.weight_stride, static_cast<GemmLayout>(p.weight_layout), p.out, p.ldc,
+        currentThreadPool(), /*accumulate=*/false, epilogue);
+}
+
+} // namespace
+
 extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
   using namespace kiln::rt;
   const kiln_linear_params_t &p = *params;
@@ -680,37 +725,9 @@ extern "C" void kiln_ukernel_linear(const kiln_linear_params_t *params) {
     kiln_rt_trap("kiln_ukernel_linear: a quantized weight must be packed in "
                  "panels with a positive group size, and have zero points "
                  "exactly when it is 4-bit");
-  const GemmEpilogue epilogue{p.bias,     static_cast<GemmActivation>(p.activation),
-                              p.gate,     p.ldg,
-                              p.residual, p.ldr};
-  if (quantizedInput) {
-    const Int8Weight weight{static_cast<const int8_t *>(p.weight), p.weight_stride,
-                            p.scales, p.scales_stride, p.column_sums};
-    const InputQuantization input =
-        staticInput ? InputQuantization::fixed(static_cast<float>(p.input_scale),
-                                               static_cast<int32_t>(p.input_zero_point))
-        : p.input_quantization == KILN_INPUT_U8_DYNAMIC_TENSOR
-            ? InputQuantization::tensorRange()
-            : InputQuantization::perRowRange();
-    gemmInt8(p.m, p.n, p.k, p.a, p.lda, input, weight, p.out, p.ldc,
-             currentThreadPool(), epilogue);
-    return;
-  }
-  if (quantized) {
-    const QuantizedWeight weight{static_cast<QuantizedFormat>(p.weight_dtype),
-                                 static_cast<const uint8_t *>(p.weight),
-                                 p.weight_stride,
-                                 p.scales,
-                                 p.zero_points,
-                                 p.scales_stride,
-                                 p.group_size};
-    sgemmQuantizedWeight(p.m, p.n, p.k, p.a, p.lda, weight, p.out, p.ldc,
-                         currentThreadPool(), epilogue);
-    return;
-  }
-  sgemm(p.m, p.n, p.k, p.a, p.lda, static_cast<const float *>(p.weight),
-        p.weight_stride, static_cast<GemmLayout>(p.weight_layout), p.out, p.ldc,
-        currentThreadPool(), /*accumulate=*/false, epilogue);
+  observeLinear(p, /*after=*/false);
+  runLinear(p);
+  observeLinear(p, /*after=*/true);
 }
 
 extern "C" void kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n,

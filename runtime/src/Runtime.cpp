@@ -4,6 +4,7 @@
 #include "runtime/src/BufferPool.h"
 #include "runtime/src/Dtype.h"
 #include "runtime/src/Gemm.h"
+#include "runtime/src/LinearObserver.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
 
@@ -115,6 +116,8 @@ struct kiln_session_s {
   std::vector<void *> arguments; // descriptors[i].data()
   std::vector<int64_t> resultDescriptors;
   bool hasResults = false;
+  /// kiln_session_set_linear_observer's; its callback is null when off.
+  kiln::rt::LinearObserver linearObserver;
 
   void prepareArguments();
   void describe(size_t slot, const void *data, const std::vector<int64_t> &shape);
@@ -142,6 +145,7 @@ extern "C" KILN_API void kiln_rt_trap(const char *message) {
 
 kiln_status_t kiln_session_s::callEntry(void **arguments, void *results) {
   kiln::rt::ScopedThreadPool scope(model->instance->pool.get());
+  kiln::rt::ScopedLinearObserver observing(&linearObserver);
   kiln::rt::RunBufferTracker buffers;
   TrapTarget target;
   TrapTarget *outer = currentTrapTarget;
@@ -556,6 +560,15 @@ kiln_status_t kiln_session_run(kiln_session_t *session) {
   if (!session)
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "session is NULL");
   return session->run();
+}
+
+kiln_status_t kiln_session_set_linear_observer(kiln_session_t *session,
+                                               kiln_linear_observer_t observer,
+                                               void *user_data) {
+  if (!session)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT, "session is NULL");
+  session->linearObserver = {observer, user_data, session->model->artifact.get()};
+  return nullptr;
 }
 
 kiln_status_t kiln_session_output(const kiln_session_t *session, int32_t index,

@@ -1,11 +1,16 @@
-"""Checks kilnc --quantize=int8-weight, int4-weight and int8-dynamic end
-to end: each export is compiled quantized (groups of 32 rows, so that the
-tiny models' weights have several groups; decoders also with
+"""Checks kilnc --quantize=int8-weight, int4-weight, int8-dynamic and
+int8 end to end: each export is compiled quantized (groups of 32 rows, so
+that the tiny models' weights have several groups; decoders also with
 --quantize-lm-head), its --report names the
 weights it quantized, and ONNX Runtime runs the export with exactly those
 weights replaced by their dequantized values (bench/quantization.py redoes
 kiln's quantization in numpy), and for int8-dynamic the products' inputs
-quantized and multiplied back per row by ONNX ops. The export is also
+quantized and multiplied back per row by ONNX ops, for int8 (static W8A8,
+calibrated by kilnc with --calibration on the QDQ models' calibration
+inputs) with the input scale and zero point the report gives each
+product; the input ranges kilnc calibrated must be those that ORT's MinMax
+calibration finds for the same products on the same inputs, within
+CALIBRATION_TOLERANCE of the range. The export is also
 written in ONNX Runtime's own quantized formats (bench/quantization.py, as
 ORT's tools write them), which kiln compiles as they are and ORT runs as
 the reference: its MatMuls as 4-bit MatMulNBits, and as quantize_static's
@@ -40,6 +45,9 @@ import json
 import os
 import sys
 
+import numpy as np
+import onnx
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, HERE)
@@ -68,12 +76,51 @@ GROUP_SIZE = 32
 # this one on (the cases checked use seeds 0, 1, ...), so that a decoder's
 # ranges include those with a past.
 CALIBRATION_SEED = 100
+# kilnc's calibrated input range against ORT's MinMax calibration of the
+# same tensor on the same inputs: each end within this much of the range's
+# width (the tensors differ by f32 rounding between the two runtimes).
+CALIBRATION_TOLERANCE = 1e-4
 # A variant whose model bench/quantization.py writes in one of ONNX
 # Runtime's formats: `what` it quantized (for the messages), write(path)
 # writing it and returning how many MatMuls it quantized, kilnc's
 # `options`, and whether the products' inputs are quantized too (then
 # checked by relative RMS error, see DYNAMIC_SHARE).
 Written = collections.namedtuple("Written", "what write options inputs_quantized")
+
+
+def check_calibrated_ranges(model_path, ranges, calibration, label):
+    """Failures (0 or 1) where kilnc's calibrated input range of a weight's
+    products (`ranges`, by weight name, from --report) is not ORT's MinMax
+    range of their inputs on the same `calibration` feeds: the union over
+    every MatMul or Gemm reading the weight (an exporter shares one
+    initializer between layers that hold the same values)."""
+    model = onnx.load(model_path)
+    identity = {n.output[0]: n.input[0] for n in model.graph.node if n.op_type == "Identity"}
+    activations = collections.defaultdict(set)
+    for node in model.graph.node:
+        if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1:
+            weight = identity.get(node.input[1], node.input[1])
+            if weight in ranges:
+                activations[weight].add(node.input[0])
+    unmatched = sorted(set(ranges) - set(activations))
+    if unmatched:
+        print(f"FAIL: {label}: calibrated weights {unmatched} are read by no MatMul or Gemm")
+        return 1
+    ort = quantization.calibrated_ranges(model, sorted(set().union(*activations.values())),
+                                         calibration)
+    worst, worst_weight = 0.0, None
+    for weight, tensors in activations.items():
+        low = min(float(ort[tensor][0]) for tensor in tensors)
+        high = max(float(ort[tensor][1]) for tensor in tensors)
+        width = max(high - low, np.finfo(np.float32).tiny)
+        error = max(abs(ranges[weight][0] - low), abs(ranges[weight][1] - high))
+        if error / width >= worst:
+            worst, worst_weight = error / width, weight
+    ok = worst <= CALIBRATION_TOLERANCE
+    print(f"{'PASS' if ok else 'FAIL'}: {label}: the {len(activations)} weights' products' calibrated "
+          f"input ranges are ORT's MinMax calibration's within {worst:.3g} of the range "
+          f"(worst: {worst_weight})")
+    return 0 if ok else 1
 
 
 def compare_model(kilnc, kiln_run, model, work_dir):
@@ -92,6 +139,15 @@ def compare_model(kilnc, kiln_run, model, work_dir):
     # lowering.
     calibration = [harness.make_inputs(model, *case, seed=seed)
                    for seed, case in enumerate(cases, CALIBRATION_SEED)]
+    # Static W8A8, calibrated by kilnc on the same inputs.
+    calibration_dir = os.path.join(work_dir, f"{model_name}.calibration")
+    for index, feeds in enumerate(calibration):
+        set_dir = os.path.join(calibration_dir, f"set{index}")
+        os.makedirs(set_dir, exist_ok=True)
+        harness.save_inputs(feeds, set_dir)
+    variants["int8_static"] = ["--quantize=int8", "--calibration", calibration_dir]
+    if cases is compare_ort.DECODER_CASES:
+        variants["int8_static_lm_head"] = [*variants["int8_static"], "--quantize-lm-head"]
     def qdq(activation_type, per_channel=False):
         return lambda path: quantization.qdq_model(model, path, calibration, activation_type,
                                                    per_channel=per_channel)
@@ -139,20 +195,25 @@ def compare_model(kilnc, kiln_run, model, work_dir):
                                  *compare_ort.dim_bounds(cases, dims), *compile_options])
             quantized = f"{count} {what}"
         else:
-            relative_rms = "--quantize=int8-dynamic" in options
+            w8a8 = "--quantize=int8-dynamic" in options or "--quantize=int8" in options
+            relative_rms = w8a8
             report_path = os.path.join(work_dir, f"{model_name}.{variant}.json")
             # W8A8 scales whole columns: no group size.
-            groups = [] if "--quantize=int8-dynamic" in options else [
-                f"--quant-group-size={GROUP_SIZE}"]
+            groups = [] if w8a8 else [f"--quant-group-size={GROUP_SIZE}"]
             harness.run_command([kilnc, model, "-o", artifact, *groups,
                                  f"--report={report_path}",
                                  *compare_ort.dim_bounds(cases, dims), *options])
             with open(report_path) as report:
-                record = json.load(report)["quantization"]
+                report = json.load(report)
+            record = report["quantization"]
             if not record["weights"]:
                 print(f"FAIL: {model_name} {variant}: no weight was quantized")
                 failures += 1
                 continue
+            if record["mode"] == "int8":
+                failures += check_calibrated_ranges(
+                    model, report["calibration"]["input_ranges"], calibration,
+                    f"{model_name} {variant}")
             quantization.dequantized_model(model, record, reference)
             quantized = f"{len(record['weights'])} weights quantized"
         for seed, (batch, sequence, past) in enumerate(cases):

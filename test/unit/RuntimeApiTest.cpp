@@ -14,6 +14,7 @@
 // none may crash.
 //
 //===----------------------------------------------------------------------===//
+#include "kiln/kernel_abi.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
 
@@ -44,13 +45,17 @@ const char *artifactPath() {
 }
 /// KILN_TEST_ARTIFACT_B, or else runtime_model_b.kiln next to
 /// KILN_TEST_ARTIFACT (where CMake puts it).
+/// An artifact compiled next to KILN_TEST_ARTIFACT (test/unit/CMakeLists.txt).
+std::string siblingArtifact(const std::string &name) {
+  std::string a = artifactPath();
+  size_t slash = a.rfind('/');
+  return a.empty() ? "" : a.substr(0, slash == std::string::npos ? 0 : slash + 1) + name;
+}
+
 std::string artifactPathB() {
   if (const char *path = std::getenv("KILN_TEST_ARTIFACT_B"))
     return path;
-  std::string a = artifactPath();
-  size_t slash = a.rfind('/');
-  return a.empty() ? "" : a.substr(0, slash == std::string::npos ? 0 : slash + 1) +
-                              "runtime_model_b.kiln";
+  return siblingArtifact("runtime_model_b.kiln");
 }
 
 /// Owns a status; EXPECT-friendly accessors.
@@ -884,4 +889,98 @@ TEST(RuntimeModels, TwoDifferentArtifactsLoadedAtOnce) {
   kiln::Model b(instance, artifactPathB());
   expectModelRuns(a, false);
   expectModelRuns(b, true);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear observer (kilnc --calibration's view of the products)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// observed_model.kiln's weight and bias (Inputs/observed_model.onnxtxt).
+float observedWeight(int64_t i, int64_t j) {
+  return static_cast<float>((3 * i + 5 * j) % 7 - 3) / 4.0f;
+}
+float observedBias(int64_t j) { return static_cast<float>(j % 5 - 2) / 8.0f; }
+
+/// What an observer saw of each call, and the product it computed itself
+/// (without the epilogue) inside the call before each product.
+struct ObservedCall {
+  int32_t weightIndex, after;
+  int64_t m, n, k;
+  std::vector<float> a, out, ownProduct;
+};
+
+void recordCall(void *userData, const kiln_linear_params_s *params, int32_t weightIndex,
+                int32_t after) {
+  auto &calls = *static_cast<std::vector<ObservedCall> *>(userData);
+  ObservedCall call{weightIndex, after, params->m, params->n, params->k, {}, {}, {}};
+  for (int64_t i = 0; i < params->m; ++i) {
+    call.a.insert(call.a.end(), params->a + i * params->lda,
+                  params->a + i * params->lda + params->k);
+    if (after)
+      call.out.insert(call.out.end(), params->out + i * params->ldc,
+                      params->out + i * params->ldc + params->n);
+  }
+  if (!after) {
+    // The observer may run the kernel itself; that call is not observed.
+    call.ownProduct.resize(params->m * params->n);
+    kiln_linear_params_t product = *params;
+    product.bias = nullptr;
+    product.activation = 0;
+    product.out = call.ownProduct.data();
+    product.ldc = params->n;
+    kiln_ukernel_linear(&product);
+  }
+  calls.push_back(std::move(call));
+}
+
+} // namespace
+
+TEST(RuntimeLinearObserver, SeesEachProductBeforeAndAfter) {
+  const std::string path = siblingArtifact("observed_model.kiln");
+  ASSERT_NE(path, "") << "KILN_TEST_ARTIFACT is not set";
+  kiln::Instance instance(2);
+  kiln::Model model(instance, path);
+  kiln::Session session(model);
+  const int64_t batch = 3, k = 8, n = 64;
+  std::vector<float> x(batch * k);
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int64_t>(i * 13) % 11 - 5) / 4.0f;
+  session.bindInput(0, KILN_DTYPE_F32, {batch, k}, x.data(), x.size() * sizeof(float));
+  std::vector<ObservedCall> calls;
+  kiln::check(kiln_session_set_linear_observer(session.get(), &recordCall, &calls));
+  session.run();
+
+  ASSERT_EQ(calls.size(), 2u) << "one product, seen before and after, and not "
+                                 "the observer's own call of the kernel";
+  EXPECT_EQ(calls[0].after, 0);
+  EXPECT_EQ(calls[1].after, 1);
+  for (const ObservedCall &call : calls) {
+    EXPECT_GE(call.weightIndex, 0);
+    EXPECT_EQ(call.weightIndex, calls[0].weightIndex);
+    EXPECT_EQ(call.m, batch);
+    EXPECT_EQ(call.k, k);
+    EXPECT_EQ(call.n, n);
+    EXPECT_EQ(call.a, x);
+  }
+  const kiln_tensor_t y = session.output(0);
+  const auto *yValues = static_cast<const float *>(y.data);
+  for (int64_t r = 0; r < batch; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      float product = 0;
+      for (int64_t i = 0; i < k; ++i)
+        product += x[r * k + i] * observedWeight(i, j);
+      const float expected = std::max(product + observedBias(j), 0.0f);
+      EXPECT_NEAR(calls[0].ownProduct[r * n + j], product, 1e-5f) << r << "," << j;
+      EXPECT_NEAR(calls[1].out[r * n + j], expected, 1e-5f) << r << "," << j;
+      EXPECT_EQ(calls[1].out[r * n + j], yValues[r * n + j]);
+    }
+
+  // Turned off, it sees nothing.
+  kiln::check(kiln_session_set_linear_observer(session.get(), nullptr, nullptr));
+  session.run();
+  EXPECT_EQ(calls.size(), 2u);
+  EXPECT_ERROR(kiln_session_set_linear_observer(nullptr, &recordCall, &calls),
+               KILN_STATUS_INVALID_ARGUMENT, "session is NULL");
 }

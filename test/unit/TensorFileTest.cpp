@@ -1,12 +1,12 @@
 //===- TensorFileTest.cpp - .npy and ONNX TensorProto tensor files --------===//
 //
-// readNpy / readTensorProto / writeNpy (tools/kiln-run/TensorFile.h): every
+// readNpy / readTensorProto / writeNpy (tools/common/TensorFile.h): every
 // supported dtype and layout is read back exactly, writeNpy produces the
 // bytes np.save produces, and every malformed file fails (no crash) with a
 // message that names the file and the defect.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/kiln-run/TensorFile.h"
+#include "tools/common/TensorFile.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.hpp"
-#include "tools/kiln-run/TensorFile.h"
+#include "tools/common/TensorFile.h"
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,9 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
-// [--disable=fusion,...] [--quantize=int8-weight|int4-weight|int8-dynamic] [--report=FILE.json]
+// [--disable=fusion,...] [--report=FILE.json]
+// [--quantize=int8|int8-dynamic|int8-weight|int4-weight] [--calibration DIR]
+// [--calibration-method=minmax|percentile] [--accuracy-budget=top1>=0.99,...]
 //
 // Each stage that fails says so: reading, parsing, checking, importing, or
 // writing the output. The exit code is non-zero on any failure.
@@ -13,11 +15,14 @@
 #include "compiler/Codegen/Pipelines.h"
 #include "compiler/Importer/OnnxImporter.h"
 #include "passes/Passes.h"
+#include "tools/kilnc/Calibration.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
@@ -107,10 +112,14 @@ cl::opt<int64_t> kvBlockSize("kv-block-size",
                              cl::desc("Tokens per block of a paged KV cache"),
                              cl::init(16), cl::cat(kilncCategory));
 
-enum class Quantization { None, Int8Weight, Int4Weight, Int8Dynamic };
+enum class Quantization { None, Int8, Int8Weight, Int4Weight, Int8Dynamic };
 cl::opt<Quantization> quantize(
     "quantize", cl::desc("Quantize the weights"), cl::init(Quantization::None),
     cl::values(clEnumValN(Quantization::None, "none", "f32 weights, as exported"),
+               clEnumValN(Quantization::Int8, "int8",
+                          "static W8A8: int8 weights with a scale per column, "
+                          "and each product's input quantized to uint8 with "
+                          "one scale and zero point from --calibration"),
                clEnumValN(Quantization::Int8Weight, "int8-weight",
                           "weight-only int8: the packed weights of the products "
                           "as int8 with a scale per column and group of rows; "
@@ -134,6 +143,38 @@ cl::opt<bool> quantizeLmHead(
     cl::desc("Under --quantize, quantize the product that makes the model's "
              "results (its LM head) too; it stays f32 by default"),
     cl::init(false), cl::cat(kilncCategory));
+
+cl::opt<std::string> calibrationDir(
+    "calibration",
+    cl::desc("Input sets to run the model on: one subdirectory per set, with "
+             "NAME.npy (or .pb) for each model input. --quantize=int8 takes "
+             "its input ranges from them; any --quantize mode is measured on "
+             "them against f32 (--report's `calibration`)"),
+    cl::value_desc("dir"), cl::cat(kilncCategory));
+
+enum class CalibrationMethod { MinMax, Percentile };
+cl::opt<CalibrationMethod> calibrationMethod(
+    "calibration-method", cl::desc("How --quantize=int8 picks an input's range"),
+    cl::init(CalibrationMethod::MinMax),
+    cl::values(clEnumValN(CalibrationMethod::MinMax, "minmax",
+                          "everything calibration saw"),
+               clEnumValN(CalibrationMethod::Percentile, "percentile",
+                          "the central --calibration-percentile % of it, so "
+                          "that rare outliers do not coarsen every step")),
+    cl::cat(kilncCategory));
+
+cl::opt<double> calibrationPercentile(
+    "calibration-percentile",
+    cl::desc("The share of values that --calibration-method=percentile keeps"),
+    cl::init(99.99), cl::cat(kilncCategory));
+
+cl::opt<std::string> accuracyBudget(
+    "accuracy-budget",
+    cl::desc("Fail when the quantized build is further from f32 on the "
+             "--calibration sets: top1>=X (agreement of the first output's "
+             "argmax), max-rel<=X, mean-rel<=X (every f32 output), comma "
+             "separated"),
+    cl::value_desc("bounds"), cl::cat(kilncCategory));
 
 cl::opt<std::string> reportPath(
     "report",
@@ -198,6 +239,72 @@ bool parseDimBounds(std::map<std::string, kiln::DimBound> &bounds,
   return true;
 }
 
+/// The names of `artifact`'s weights, in manifest order.
+std::vector<std::string> weightNames(const kiln::ArtifactContents &artifact) {
+  std::vector<std::string> names;
+  for (const kiln::ArtifactWeight &weight : artifact.weights)
+    names.push_back(weight.name);
+  return names;
+}
+
+/// Compiles the f32 build that calibration runs into `reference.path`: the
+/// model imported into a context of its own, with every option of this
+/// compile but the quantization. On failure `stage` names what failed.
+bool compileReference(mlir::DialectRegistry &registry, const kiln::ImportOptions &importOptions,
+                      kiln::CompileOptions options,
+                      kiln::calibration::CompiledArtifact &reference, std::string &stage,
+                      std::string &error) {
+  mlir::MLIRContext context(registry);
+  stage = "import";
+  auto module = kiln::importOnnxFile(context, inputPath, importOptions, error);
+  if (!module)
+    return false;
+  stage = "calibration";
+  options.optimizations.quantizeWeights = false;
+  options.optimizations.quantizeInputs = false;
+  options.report = nullptr;
+  options.optimizedIR = nullptr;
+  kiln::ArtifactContents artifact;
+  if (!kiln::compile(*module, options, kiln::CompileStage::Artifact, artifact, error)) {
+    error = "compiling the f32 build: " + error;
+    return false;
+  }
+  reference.weightNames = weightNames(artifact);
+  return kiln::writeArtifact(reference.path, artifact, error);
+}
+
+/// Hands kiln-quantize-weights the calibrated ranges (see
+/// kCalibratedInputRangesAttrName).
+void setCalibratedInputRanges(mlir::ModuleOp module,
+                              const kiln::calibration::InputRanges &ranges) {
+  mlir::Builder builder(module.getContext());
+  llvm::SmallVector<mlir::NamedAttribute> entries;
+  for (const auto &[name, range] : ranges)
+    entries.push_back(builder.getNamedAttr(
+        name, builder.getDenseF32ArrayAttr({range.first, range.second})));
+  module->setAttr(kiln::kCalibratedInputRangesAttrName,
+                  builder.getDictionaryAttr(entries));
+}
+
+/// --report's `calibration`: the sets, the method and ranges (static
+/// W8A8), and the accuracy against f32.
+llvm::json::Value calibrationJson(size_t sets, const kiln::calibration::InputRanges &ranges,
+                                  const kiln::calibration::AccuracyReport &accuracy) {
+  llvm::json::Object calibration{{"sets", static_cast<int64_t>(sets)},
+                                 {"accuracy", accuracy.toJson()}};
+  if (quantize == Quantization::Int8) {
+    calibration["method"] =
+        calibrationMethod == CalibrationMethod::Percentile ? "percentile" : "minmax";
+    if (calibrationMethod == CalibrationMethod::Percentile)
+      calibration["percentile"] = calibrationPercentile.getValue();
+    llvm::json::Object inputRanges;
+    for (const auto &[name, range] : ranges)
+      inputRanges[name] = llvm::json::Array{range.first, range.second};
+    calibration["input_ranges"] = std::move(inputRanges);
+  }
+  return calibration;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -229,7 +336,9 @@ int main(int argc, char **argv) {
     compileOptions.optimizations.pagedKvBlockSize = kvBlockSize;
   if (quantize != Quantization::None) {
     const bool dynamic = quantize == Quantization::Int8Dynamic;
-    const std::string mode = dynamic                                   ? "int8-dynamic"
+    const bool calibrated = quantize == Quantization::Int8;
+    const std::string mode = calibrated                                ? "int8"
+                             : dynamic                                 ? "int8-dynamic"
                              : quantize == Quantization::Int8Weight ? "int8-weight"
                                                                     : "int4-weight";
     if (!compileOptions.optimizations.packWeights)
@@ -238,19 +347,40 @@ int main(int argc, char **argv) {
                        "--disable=pack-weights turns off");
     if (quantGroupSize < 1)
       return failStage("reading the options", "--quant-group-size must be positive");
-    if (dynamic && quantGroupSize.getNumOccurrences())
+    if ((dynamic || calibrated) && quantGroupSize.getNumOccurrences())
       return failStage("reading the options",
-                       "--quantize=int8-dynamic scales whole columns; "
+                       "--quantize=" + mode + " scales whole columns; "
                        "--quant-group-size does not apply");
+    if (calibrated && calibrationDir.empty())
+      return failStage("reading the options",
+                       "--quantize=int8 takes its input scales from calibration: "
+                       "give --calibration DIR (or use --quantize=int8-dynamic)");
     compileOptions.optimizations.quantizeWeights = true;
-    compileOptions.optimizations.quantizeInputs = dynamic;
+    compileOptions.optimizations.quantizeInputs = dynamic || calibrated;
     compileOptions.optimizations.quantizeBits = quantize == Quantization::Int4Weight ? 4 : 8;
     compileOptions.optimizations.quantizeGroupSize = quantGroupSize;
     compileOptions.optimizations.quantizeLmHead = quantizeLmHead;
-  } else if (quantizeLmHead || quantGroupSize.getNumOccurrences()) {
+  } else if (quantizeLmHead || quantGroupSize.getNumOccurrences() ||
+             !calibrationDir.empty()) {
     return failStage("reading the options",
-                     "--quant-group-size and --quantize-lm-head need --quantize");
+                     "--quant-group-size, --quantize-lm-head and --calibration "
+                     "need --quantize");
   }
+  if (calibrationDir.empty() &&
+      (!accuracyBudget.empty() || calibrationMethod.getNumOccurrences() ||
+       calibrationPercentile.getNumOccurrences()))
+    return failStage("reading the options",
+                     "--accuracy-budget and --calibration-method/-percentile "
+                     "need --calibration");
+  if (calibrationMethod.getNumOccurrences() && quantize != Quantization::Int8)
+    return failStage("reading the options",
+                     "--calibration-method picks the input ranges of --quantize=int8");
+  if (!(calibrationPercentile > 50.0 && calibrationPercentile <= 100.0))
+    return failStage("reading the options",
+                     "--calibration-percentile must be in (50, 100]");
+  kiln::calibration::AccuracyBudget budget;
+  if (!accuracyBudget.empty() && !budget.parse(accuracyBudget, optionsError))
+    return failStage("reading the options", optionsError);
   kiln::PassReport report;
   if (!reportPath.empty()) {
     if (emitKind == EmitKind::Kiln || emitKind == EmitKind::Summary)
@@ -262,6 +392,15 @@ int main(int argc, char **argv) {
   if (emitKind == EmitKind::Artifact && outputPath == "-")
     return failStage("reading the options",
                      "an artifact needs an output file: -o MODEL.kiln");
+  std::vector<kiln::calibration::InputSet> calibrationSets;
+  if (!calibrationDir.empty()) {
+    if (emitKind != EmitKind::Artifact)
+      return failStage("reading the options",
+                       "--calibration runs the model, so it needs an artifact: "
+                       "-o MODEL.kiln");
+    if (!kiln::calibration::readInputSets(calibrationDir, calibrationSets, optionsError))
+      return failStage("reading the calibration sets", optionsError);
+  }
 
   mlir::DialectRegistry registry;
   kiln::registerCodegenDialects(registry);
@@ -271,9 +410,38 @@ int main(int argc, char **argv) {
   options.inlineConstantLimit = inlineConstantLimit;
   options.runChecker = !skipChecker;
   std::string error;
+  // Calibration runs an f32 build of the same model, compiled from its own
+  // import (the passes give a model's weights back as they rewrite them),
+  // before the model is imported for this compile, so that the two never
+  // hold their weights at once.
+  kiln::calibration::CompiledArtifact reference;
+  std::optional<llvm::FileRemover> referenceRemover;
+  if (!calibrationSets.empty()) {
+    llvm::SmallString<128> path;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("kilnc-f32-reference", "kiln", path))
+      return failStage("calibration", "a temporary file: " + ec.message());
+    reference.path = path.str().str();
+    referenceRemover.emplace(reference.path);
+    std::string stage;
+    if (!compileReference(registry, options, compileOptions, reference, stage, error))
+      return failStage(stage, error);
+  }
+  kiln::calibration::InputRanges inputRanges;
+  if (quantize == Quantization::Int8) {
+    kiln::calibration::RangeMethod method;
+    method.percentile = calibrationMethod == CalibrationMethod::Percentile;
+    method.percentileValue = calibrationPercentile;
+    if (!kiln::calibration::calibrateInputRanges(reference, calibrationSets, method,
+                                                 inputRanges, error))
+      return failStage("calibration", error);
+  }
+
   auto module = kiln::importOnnxFile(context, inputPath, options, error);
   if (!module)
     return failStage("import", error);
+  if (quantize == Quantization::Int8)
+    setCalibratedInputRanges(*module, inputRanges);
 
   if (emitKind == EmitKind::Summary) {
     mlir::PassManager pm(&context);
@@ -296,13 +464,30 @@ int main(int argc, char **argv) {
       compileOptions.optimizedIR = &optimizedIR;
     if (!kiln::compile(*module, compileOptions, stage, artifact, error))
       return failStage("compilation", error);
-    if (!reportPath.empty() && !report.write(reportPath, error))
+    if (emitKind == EmitKind::Artifact &&
+        !kiln::writeArtifact(outputPath, artifact, error))
+      return failStage("writing the artifact", error);
+    if (!calibrationSets.empty()) {
+      kiln::calibration::CompiledArtifact quantized{outputPath, weightNames(artifact)};
+      kiln::calibration::AccuracyReport accuracy;
+      if (!kiln::calibration::measureAccuracy(reference, quantized, calibrationSets,
+                                              accuracy, error)) {
+        llvm::sys::fs::remove(outputPath);
+        return failStage("measuring the accuracy", error);
+      }
+      report.setCalibration(calibrationJson(calibrationSets.size(), inputRanges, accuracy));
+      if (!reportPath.empty() && !report.write(reportPath, error))
+        return failStage("writing the report", error);
+      if (std::string exceeded = budget.violation(accuracy); !exceeded.empty()) {
+        llvm::sys::fs::remove(outputPath);
+        return failStage("the accuracy budget", exceeded + " (" + outputPath +
+                                                    " not written)");
+      }
+    } else if (!reportPath.empty() && !report.write(reportPath, error)) {
       return failStage("writing the report", error);
-    if (emitKind == EmitKind::Artifact) {
-      if (!kiln::writeArtifact(outputPath, artifact, error))
-        return failStage("writing the artifact", error);
-      return 0;
     }
+    if (emitKind == EmitKind::Artifact)
+      return 0;
   }
 
   std::string openError;

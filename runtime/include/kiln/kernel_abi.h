@@ -132,6 +132,11 @@ typedef struct kiln_linear_params_s {
 
 #define KILN_LINEAR_SLOTS 25
 
+/* The runtime exports the kernels that generated code calls; tools that
+ * check a product (kilnc's accuracy report) may call this one too, inside a
+ * run (from a kiln_linear_observer_t). */
+void kiln_ukernel_linear(const kiln_linear_params_t *params);
+
 #ifdef __cplusplus
 } /* extern "C" */
 static_assert(sizeof(kiln_paged_attention_params_t) == 8 * KILN_PAGED_ATTENTION_SLOTS,

@@ -193,6 +193,23 @@ KILN_API kiln_status_t kiln_session_output(const kiln_session_t *session,
                                            int32_t index,
                                            kiln_tensor_t *out_tensor);
 
+/* A linear observer, for calibration and accuracy tools (kilnc
+ * --calibration): called on the thread that runs the session, before
+ * (`after` 0) and after (`after` 1) every kiln.linear product of the run,
+ * with the kernel's parameters (kiln/kernel_abi.h) and the index of the
+ * product's weight among the model's weights in manifest order (-1 for a
+ * weight computed at run time). While it runs the observer is off, so it
+ * may call kiln_ukernel_linear itself, for example to compute a reference
+ * product into its own memory; it must not keep the pointers past the
+ * call, nor write the product's operands. NULL turns observing off. */
+struct kiln_linear_params_s;
+typedef void (*kiln_linear_observer_t)(void *user_data,
+                                       const struct kiln_linear_params_s *params,
+                                       int32_t weight_index, int32_t after);
+KILN_API kiln_status_t kiln_session_set_linear_observer(kiln_session_t *session,
+                                                        kiln_linear_observer_t observer,
+                                                        void *user_data);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -4,11 +4,12 @@
 
 // Tests that a non-splat constant with more than 16 elements becomes a
 // trailing argument that the module's kiln.weights lists, that identical
-// constants share one argument, that dense_resource weights are outlined
-// too, and that splats and small constants stay in the body.
+// constants share one argument (the first's name), that dense_resource
+// weights are outlined too, that kiln.weight_names names each weight
+// after its location, and that splats and small constants stay in the body.
 
 // CHECK-LABEL: module attributes
-// CHECK-SAME: {kiln.weights = [dense<{{\[}}[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00], [8.000000e+00, 9.000000e+00, 1.000000e+01, 1.100000e+01], [1.200000e+01, 1.300000e+01, 1.400000e+01, 1.500000e+01], [1.600000e+01, 1.700000e+01, 1.800000e+01, 1.900000e+01]]> : tensor<5x4xf32>, dense_resource<wte> : tensor<8x4xf32>]}
+// CHECK-SAME: {kiln.weight_names = ["w1", "wte"], kiln.weights = [dense<{{\[}}[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00], [4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00], [8.000000e+00, 9.000000e+00, 1.000000e+01, 1.100000e+01], [1.200000e+01, 1.300000e+01, 1.400000e+01, 1.500000e+01], [1.600000e+01, 1.700000e+01, 1.800000e+01, 1.900000e+01]]> : tensor<5x4xf32>, dense_resource<wte> : tensor<8x4xf32>]}
 // CHECK: func.func @main(
 // CHECK-SAME: %[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32> {bufferization.writable = false},
 // CHECK-SAME: %[[W:[a-zA-Z0-9_]+]]: tensor<5x4xf32> {bufferization.writable = false},
@@ -28,11 +29,11 @@
 // CHECK: llvm.mlir.global external constant @kiln_signature(dense<[1, 1, 2, 1, 1, 2, -1, 4, 1, 2, 5, 4, 1, 2, 8, 4, 1, 2, -1, 4]> : tensor<20xi64>)
 func.func @main(%x: tensor<?x4xf32> {kiln.dims = ["batch", ""], kiln.name = "x"})
     -> (tensor<?x4xf32> {kiln.dims = ["batch", ""], kiln.name = "y"}) {
-  %w1 = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0], [16.0, 17.0, 18.0, 19.0]]> : tensor<5x4xf32>
+  %w1 = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0], [16.0, 17.0, 18.0, 19.0]]> : tensor<5x4xf32> loc("w1")
   %splat = kiln.constant dense<2.0> : tensor<64x4xf32>
   %small = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
-  %w2 = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0], [16.0, 17.0, 18.0, 19.0]]> : tensor<5x4xf32>
-  %wte = kiln.constant dense_resource<wte> : tensor<8x4xf32>
+  %w2 = kiln.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0], [16.0, 17.0, 18.0, 19.0]]> : tensor<5x4xf32> loc("w2")
+  %wte = kiln.constant dense_resource<wte> : tensor<8x4xf32> loc("wte")
   %a = kiln.add %x, %small : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   %b = kiln.add %w1, %w2 : (tensor<5x4xf32>, tensor<5x4xf32>) -> tensor<5x4xf32>
   %c = kiln.matmul %a, %wte {transpose_b} : (tensor<?x4xf32>, tensor<8x4xf32>) -> tensor<?x8xf32>
@@ -55,7 +56,7 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 // With min-elements=3 the 4-element constant is a weight too; weights keep
 // the order in which the constants appear. Splats still stay.
 // MIN3-LABEL: module attributes
-// MIN3-SAME: {kiln.weights = [dense<{{\[}}[0.000000e+00, {{.*}} : tensor<5x4xf32>, dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>, dense_resource<wte> : tensor<8x4xf32>]}
+// MIN3-SAME: {kiln.weight_names = ["w1", "{{.+}}", "wte"], kiln.weights = [dense<{{\[}}[0.000000e+00, {{.*}} : tensor<5x4xf32>, dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>, dense_resource<wte> : tensor<8x4xf32>]}
 // MIN3: func.func @main(
 // MIN3-SAME: %[[X:[a-zA-Z0-9_]+]]: tensor<?x4xf32> {bufferization.writable = false},
 // MIN3-SAME: %{{.+}}: tensor<5x4xf32> {bufferization.writable = false},
@@ -67,7 +68,7 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 
 // With function=forward, main is not the entry: its constants stay and its
 // attributes are kept.
-// FORWARD-LABEL: module attributes {kiln.weights = []}
+// FORWARD-LABEL: module attributes {kiln.weight_names = [], kiln.weights = []}
 // FORWARD: func.func @main(
 // FORWARD-SAME: {kiln.dims = ["batch", ""], kiln.name = "x"}
 // FORWARD-NOT: bufferization.writable
@@ -85,7 +86,7 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 // list, that the signature encodes i64 (5) and bool (8), and that other
 // functions are left alone, constants included.
 
-// CHECK-LABEL: module attributes {kiln.weights = []}
+// CHECK-LABEL: module attributes {kiln.weight_names = [], kiln.weights = []}
 // CHECK: func.func @main(
 // CHECK-SAME: %{{.+}}: tensor<?x?xi64> {bufferization.writable = false},
 // CHECK-SAME: %{{.+}}: tensor<?x1x?xi1> {bufferization.writable = false})
@@ -104,7 +105,7 @@ func.func @forward(%h: tensor<4xf32>) -> tensor<4xf32> {
 
 // With function=forward, that function is the entry instead: its large
 // constant becomes a weight, and main is left alone.
-// FORWARD-LABEL: module attributes {kiln.weights = [dense<{{\[}}0.000000e+00, {{.*}}> : tensor<20xf32>]}
+// FORWARD-LABEL: module attributes {kiln.weight_names = ["{{.+}}"], kiln.weights = [dense<{{\[}}0.000000e+00, {{.*}}> : tensor<20xf32>]}
 // FORWARD: func.func @main(
 // FORWARD-SAME: kiln.name = "input_ids"
 // FORWARD-NOT: bufferization.writable

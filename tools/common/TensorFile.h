@@ -12,8 +12,8 @@
 // `out` is left unspecified on failure.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_TOOLS_KILN_RUN_TENSORFILE_H
-#define KILN_TOOLS_KILN_RUN_TENSORFILE_H
+#ifndef KILN_TOOLS_COMMON_TENSORFILE_H
+#define KILN_TOOLS_COMMON_TENSORFILE_H
 
 #include "kiln/runtime.h"
 
@@ -54,4 +54,4 @@ bool writeNpy(const std::string &path, const HostTensor &t, std::string &error);
 
 } // namespace kiln::tools
 
-#endif // KILN_TOOLS_KILN_RUN_TENSORFILE_H
+#endif // KILN_TOOLS_COMMON_TENSORFILE_H

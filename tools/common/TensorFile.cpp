@@ -8,7 +8,7 @@
 // .pb: one serialized onnx::TensorProto.
 //
 //===----------------------------------------------------------------------===//
-#include "tools/kiln-run/TensorFile.h"
+#include "tools/common/TensorFile.h"
 
 #include <onnx/onnx_pb.h>
 
