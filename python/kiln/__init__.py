@@ -246,10 +246,12 @@ class _Sequence:
 
 
 def _kilnc() -> str:
-    """kilnc: $KILN_KILNC, the build tree this package sits in, or PATH."""
+    """kilnc: $KILN_KILNC, the one installed with this package (pip), the
+    build tree this package sits in, or PATH."""
+    package = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.environ.get("KILN_KILNC"),
-                  os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-                      os.path.abspath(__file__)))), "bin", "kilnc"),
+                  os.path.join(package, "bin", "kilnc"),
+                  os.path.join(os.path.dirname(os.path.dirname(package)), "bin", "kilnc"),
                   shutil.which("kilnc")]
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
