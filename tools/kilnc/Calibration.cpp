@@ -463,7 +463,10 @@ std::string AccuracyBudget::violation(const AccuracyReport &report) const {
   auto add = [&](const std::string &what) {
     exceeded += (exceeded.empty() ? "" : "; ") + what;
   };
-  if (minTop1 && report.top1Agreement() < minTop1->value)
+  if (minTop1 && !report.positions)
+    add("the budget bounds top-1 agreement, but the first output holds no "
+        "f32 scores over a last axis to agree on");
+  else if (minTop1 && report.top1Agreement() < minTop1->value)
     add(llvm::formatv("top-1 agreement with f32 is {0:F4} over {1} positions, "
                       "below the budget's {2}",
                       report.top1Agreement(), report.positions, minTop1->text)

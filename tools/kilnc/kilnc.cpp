@@ -27,6 +27,10 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace cl = llvm::cl;
 
 namespace {
@@ -239,6 +243,15 @@ bool parseDimBounds(std::map<std::string, kiln::DimBound> &bounds,
   return true;
 }
 
+/// Returns the heap that a finished compile freed to the system, so that
+/// the next phase of a calibrated compile (another compile, or runs that map
+/// both artifacts) does not stack on top of it.
+void giveFreedMemoryBack() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 /// The names of `artifact`'s weights, in manifest order.
 std::vector<std::string> weightNames(const kiln::ArtifactContents &artifact) {
   std::vector<std::string> names;
@@ -404,7 +417,9 @@ int main(int argc, char **argv) {
 
   mlir::DialectRegistry registry;
   kiln::registerCodegenDialects(registry);
-  mlir::MLIRContext context(registry);
+  // Owned so that a compile with --calibration can give its weights back
+  // before the accuracy runs map both artifacts.
+  auto context = std::make_unique<mlir::MLIRContext>(registry);
   kiln::ImportOptions options;
   options.format = inputFormat;
   options.inlineConstantLimit = inlineConstantLimit;
@@ -426,6 +441,7 @@ int main(int argc, char **argv) {
     std::string stage;
     if (!compileReference(registry, options, compileOptions, reference, stage, error))
       return failStage(stage, error);
+    giveFreedMemoryBack();
   }
   kiln::calibration::InputRanges inputRanges;
   if (quantize == Quantization::Int8) {
@@ -437,14 +453,14 @@ int main(int argc, char **argv) {
       return failStage("calibration", error);
   }
 
-  auto module = kiln::importOnnxFile(context, inputPath, options, error);
+  auto module = kiln::importOnnxFile(*context, inputPath, options, error);
   if (!module)
     return failStage("import", error);
   if (quantize == Quantization::Int8)
     setCalibratedInputRanges(*module, inputRanges);
 
   if (emitKind == EmitKind::Summary) {
-    mlir::PassManager pm(&context);
+    mlir::PassManager pm(context.get());
     kiln::KilnPrintSummaryOptions summaryOptions;
     summaryOptions.outputFile = outputPath;
     pm.addPass(kiln::createKilnPrintSummary(summaryOptions));
@@ -469,6 +485,10 @@ int main(int argc, char **argv) {
       return failStage("writing the artifact", error);
     if (!calibrationSets.empty()) {
       kiln::calibration::CompiledArtifact quantized{outputPath, weightNames(artifact)};
+      artifact = {};
+      module = nullptr;
+      context.reset();
+      giveFreedMemoryBack();
       kiln::calibration::AccuracyReport accuracy;
       if (!kiln::calibration::measureAccuracy(reference, quantized, calibrationSets,
                                               accuracy, error)) {
