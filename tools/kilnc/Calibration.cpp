@@ -4,7 +4,6 @@
 #include "kiln/kernel_abi.h"
 #include "kiln/runtime.hpp"
 
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"

@@ -411,6 +411,11 @@ int main(int argc, char **argv) {
       return failStage("reading the options",
                        "--calibration runs the model, so it needs an artifact: "
                        "-o MODEL.kiln");
+    if (inputPath == "-")
+      return failStage("reading the options",
+                       "--calibration imports the model twice (an f32 build "
+                       "runs beside the quantized one), so it needs a file, "
+                       "not standard input");
     if (!kiln::calibration::readInputSets(calibrationDir, calibrationSets, optionsError))
       return failStage("reading the calibration sets", optionsError);
   }
