@@ -76,6 +76,18 @@ def save_inputs(inputs, directory):
     return flags
 
 
+def save_calibration_sets(feeds, directory):
+    """Writes a list of input sets as kilnc --calibration reads them:
+    DIRECTORY/set<i>/<name>.npy (save_inputs). Returns each set's --input
+    flags."""
+    flags = []
+    for index, inputs in enumerate(feeds):
+        set_directory = os.path.join(directory, f"set{index}")
+        os.makedirs(set_directory, exist_ok=True)
+        flags.append(save_inputs(inputs, set_directory))
+    return flags
+
+
 def load_outputs(directory, names):
     return {name: np.load(os.path.join(directory, name + ".npy")) for name in names}
 

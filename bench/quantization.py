@@ -143,9 +143,9 @@ def quantize_product_inputs(model, weights):
     graph = model.graph
     opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
     weights = dict(weights)
-    for node in graph.node:
-        if node.op_type == "Identity" and node.input[0] in weights:
-            weights[node.output[0]] = weights[node.input[0]]
+    for output, source in identity_sources(graph).items():
+        if source in weights:
+            weights[output] = weights[source]
     nodes = []
     for index, node in enumerate(graph.node):
         if node.op_type in ("MatMul", "Gemm") and node.input[1] in weights:
@@ -290,6 +290,12 @@ def symmetric_int8(matrix, per_channel):
     return values, scale
 
 
+def identity_sources(graph):
+    """{output: input} of the graph's Identity nodes, in graph order: how a
+    module repeated by deep copy exports its copies' weights."""
+    return {n.output[0]: n.input[0] for n in graph.node if n.op_type == "Identity"}
+
+
 def products_by_constant(graph):
     """The MatMuls that ORT's quantize_static quantizes with
     op_types_to_quantize=["MatMul"] and MatMulConstBOnly: those whose B is
@@ -299,8 +305,7 @@ def products_by_constant(graph):
     multiplies two constants and is left alone. Returns (node, weight
     initializer name) pairs in graph order."""
     initializers = {i.name: i for i in graph.initializer}
-    through_identity = {n.output[0]: n.input[0] for n in graph.node
-                        if n.op_type == "Identity" and n.input[0] in initializers}
+    through_identity = identity_sources(graph)
     products = []
     for node in graph.node:
         if node.op_type != "MatMul" or node.input[0] in initializers:

@@ -146,10 +146,7 @@ def calibration_sets(source, work_dir):
     """kilnc --calibration's directory of CALIBRATION_CASES' inputs for the
     export (the data the QDQ model is calibrated on too)."""
     directory = os.path.join(work_dir, os.path.basename(source) + ".calibration")
-    for index, feeds in enumerate(calibration_feeds(source)):
-        set_directory = os.path.join(directory, f"set{index}")
-        os.makedirs(set_directory, exist_ok=True)
-        harness.save_inputs(feeds, set_directory)
+    harness.save_calibration_sets(calibration_feeds(source), directory)
     return directory
 
 

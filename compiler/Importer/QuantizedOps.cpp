@@ -290,7 +290,8 @@ quantizationParameters(ImportContext &ctx, const onnx::NodeProto &node, int scal
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc(node);
   auto i8 = b.getIntegerType(8);
-  const bool uint8 = ctx.input(node, zeroPointIndex) ? isUint8Input(ctx, node, zeroPointIndex) : uint8Default;
+  const bool uint8 =
+      ctx.input(node, zeroPointIndex) ? isUint8Input(ctx, node, zeroPointIndex) : uint8Default;
   if (Value given = ctx.input(node, zeroPointIndex);
       given && cast<RankedTensorType>(given.getType()).getShape() != scaleType.getShape())
     return ctx.error(node) << "the zero point " << given.getType()
@@ -322,6 +323,18 @@ quantizationParameters(ImportContext &ctx, const onnx::NodeProto &node, int scal
     }
   }
   return QuantizationParameters{scaleValue, zeroPoint, uint8};
+}
+
+/// quantizationParameters of the 8-bit values at input `valuesIndex` of
+/// `node` (`valuesName` in errors), whose type the zero point must share.
+FailureOr<QuantizationParameters>
+valuesQuantizationParameters(ImportContext &ctx, const onnx::NodeProto &node,
+                             int valuesIndex, StringRef valuesName, int scaleIndex,
+                             int64_t rank) {
+  const bool uint8 = isUint8Input(ctx, node, valuesIndex);
+  if (ctx.input(node, scaleIndex + 1) && isUint8Input(ctx, node, scaleIndex + 1) != uint8)
+    return ctx.error(node) << valuesName << " and its zero point differ in type";
+  return quantizationParameters(ctx, node, scaleIndex, rank, uint8);
 }
 
 /// QuantizeLinear into 8 bits: clamp(round(x / scale) + zero point), as
@@ -366,13 +379,10 @@ LogicalResult importDequantizeLinear(ImportContext &ctx, const onnx::NodeProto &
   auto xType = cast<RankedTensorType>(x->getType());
   OpBuilder &b = ctx.builder();
   Location loc = ctx.loc(node);
-  const bool uint8 = isUint8Input(ctx, node, 0);
   auto input = int8Input(ctx, node, 0, "x");
   if (failed(input))
     return failure();
-  if (ctx.input(node, 2) && isUint8Input(ctx, node, 2) != uint8)
-    return ctx.error(node) << "x and the zero point differ in type";
-  auto parameters = quantizationParameters(ctx, node, 1, xType.getRank(), uint8);
+  auto parameters = valuesQuantizationParameters(ctx, node, 0, "x", 1, xType.getRank());
   if (failed(parameters))
     return failure();
   auto type = ctx.resultType(node, 0, b.getF32Type(), xType.getShape());
@@ -476,29 +486,27 @@ LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &nod
   if (failed(operands))
     return failure();
   ArrayRef<int64_t> shape = operands->shape;
-  // Each operand's parameters, of its own type.
-  auto parameters = [&](int scaleIndex, int valuesIndex, int64_t rank,
-                        bool perTensor) -> FailureOr<QuantizationParameters> {
-    const bool uint8 = valuesIndex >= 0 ? isUint8Input(ctx, node, valuesIndex) : true;
-    auto result = quantizationParameters(ctx, node, scaleIndex, rank, uint8);
-    if (failed(result))
-      return failure();
-    if (valuesIndex >= 0 && result->uint8 != uint8)
-      return ctx.error(node) << "input " << valuesIndex << " and its zero point differ in type";
-    if (perTensor && cast<RankedTensorType>(result->scale.getType()).getNumElements() != 1)
-      return ctx.error(node) << "kiln reads one scale for input " << valuesIndex
-                             << ", got " << result->scale.getType();
-    return result;
+  // A's and Y's parameters are one scale and zero point.
+  auto perTensor = [&](FailureOr<QuantizationParameters> parameters,
+                       StringRef name) -> FailureOr<QuantizationParameters> {
+    if (succeeded(parameters) &&
+        cast<RankedTensorType>(parameters->scale.getType()).getNumElements() != 1)
+      return ctx.error(node) << "kiln reads one scale for " << name << ", got "
+                             << parameters->scale.getType();
+    return parameters;
   };
-  auto aParameters =
-      parameters(1, 0, cast<RankedTensorType>(operands->a.getType()).getRank(), /*perTensor=*/true);
+  auto aParameters = perTensor(
+      valuesQuantizationParameters(ctx, node, 0, "input 0", 1,
+                                   cast<RankedTensorType>(operands->a.getType()).getRank()),
+      "input 0");
   if (failed(aParameters))
     return failure();
-  auto bParameters = parameters(4, 3, 2, /*perTensor=*/false);
+  auto bParameters = valuesQuantizationParameters(ctx, node, 3, "input 3", 4, 2);
   if (failed(bParameters))
     return failure();
-  // Y's type is its zero point's.
-  auto yParameters = parameters(6, -1, shape.size(), /*perTensor=*/true);
+  // Y's type is its zero point's (a required input).
+  auto yParameters = perTensor(
+      quantizationParameters(ctx, node, 6, shape.size(), /*uint8Default=*/true), "input 6");
   if (failed(yParameters))
     return failure();
   OpBuilder &builder = ctx.builder();

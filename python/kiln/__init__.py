@@ -13,6 +13,7 @@
 Everything runs in this process through libkiln_runtime (the compiled
 extension kiln._kiln), except compile(), which runs the kilnc executable.
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -294,31 +295,26 @@ def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]
     measured on them against f32, in the report (a JSON file path) and
     against accuracy_budget ("top1>=0.99,max-rel<=0.05"). Returns
     output_path; a refusal raises KilnError with kilnc's message."""
-    if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
-        with tempfile.TemporaryDirectory(prefix="kiln_calibration_") as directory:
-            save_calibration_sets(directory, calibration)
-            return compile(onnx_path, output_path, dims=dims, kv_cache=kv_cache,
-                           kv_block_size=kv_block_size, cpu=cpu, disable=disable,
-                           quantize=quantize, quant_group_size=quant_group_size,
-                           quantize_lm_head=quantize_lm_head, calibration=directory,
-                           calibration_method=calibration_method,
-                           accuracy_budget=accuracy_budget, report=report,
-                           extra_args=extra_args)
-    command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
-    for name, (low, high) in (dims or {}).items():
-        command.append(f"--dim={name}={low}:{high}")
-    valued = {"--kv-cache": kv_cache, "--kv-block-size": kv_block_size, "--cpu": cpu,
-              "--quantize": quantize, "--quant-group-size": quant_group_size,
-              "--calibration": calibration, "--calibration-method": calibration_method,
-              "--accuracy-budget": accuracy_budget, "--report": report}
-    command += [f"{flag}={os.fspath(value) if isinstance(value, os.PathLike) else value}"
-                for flag, value in valued.items() if value is not None]
-    if disable:
-        command.append("--disable=" + ",".join(disable))
-    if quantize_lm_head:
-        command.append("--quantize-lm-head")
-    command += list(extra_args)
-    run = subprocess.run(command, capture_output=True, text=True)
+    with contextlib.ExitStack() as cleanup:
+        if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
+            calibration = save_calibration_sets(
+                cleanup.enter_context(tempfile.TemporaryDirectory(prefix="kiln_calibration_")),
+                calibration)
+        command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
+        for name, (low, high) in (dims or {}).items():
+            command.append(f"--dim={name}={low}:{high}")
+        valued = {"--kv-cache": kv_cache, "--kv-block-size": kv_block_size, "--cpu": cpu,
+                  "--quantize": quantize, "--quant-group-size": quant_group_size,
+                  "--calibration": calibration, "--calibration-method": calibration_method,
+                  "--accuracy-budget": accuracy_budget, "--report": report}
+        command += [f"{flag}={os.fspath(value) if isinstance(value, os.PathLike) else value}"
+                    for flag, value in valued.items() if value is not None]
+        if disable:
+            command.append("--disable=" + ",".join(disable))
+        if quantize_lm_head:
+            command.append("--quantize-lm-head")
+        command += list(extra_args)
+        run = subprocess.run(command, capture_output=True, text=True)
     if run.returncode != 0:
         raise KilnError(run.stderr.strip() or f"kilnc exited with {run.returncode}")
     return os.fspath(output_path)

@@ -95,7 +95,7 @@ def check_calibrated_ranges(model_path, ranges, calibration, label):
     every MatMul or Gemm reading the weight (an exporter shares one
     initializer between layers that hold the same values)."""
     model = onnx.load(model_path)
-    identity = {n.output[0]: n.input[0] for n in model.graph.node if n.op_type == "Identity"}
+    identity = quantization.identity_sources(model.graph)
     activations = collections.defaultdict(set)
     for node in model.graph.node:
         if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1:
@@ -141,10 +141,7 @@ def compare_model(kilnc, kiln_run, model, work_dir):
                    for seed, case in enumerate(cases, CALIBRATION_SEED)]
     # Static W8A8, calibrated by kilnc on the same inputs.
     calibration_dir = os.path.join(work_dir, f"{model_name}.calibration")
-    for index, feeds in enumerate(calibration):
-        set_dir = os.path.join(calibration_dir, f"set{index}")
-        os.makedirs(set_dir, exist_ok=True)
-        harness.save_inputs(feeds, set_dir)
+    harness.save_calibration_sets(calibration, calibration_dir)
     variants["int8_static"] = ["--quantize=int8", "--calibration", calibration_dir]
     if cases is compare_ort.DECODER_CASES:
         variants["int8_static_lm_head"] = [*variants["int8_static"], "--quantize-lm-head"]

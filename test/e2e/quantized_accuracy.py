@@ -136,11 +136,8 @@ def main():
                          "--out-dir", work_dir, "--model", "trained_lm"])
     model = os.path.join(work_dir, "trained_lm.onnx")
     calibration_dir = os.path.join(work_dir, "calibration")
-    calibration = []
-    for index, ids in enumerate(calibration_windows()):
-        directory = os.path.join(calibration_dir, f"set{index}")
-        os.makedirs(directory, exist_ok=True)
-        calibration.append(harness.save_inputs(feeds(model, ids), directory))
+    calibration = harness.save_calibration_sets(
+        [feeds(model, ids) for ids in calibration_windows()], calibration_dir)
     artifacts, reports = {}, {}
     for build, options in BUILDS.items():
         artifacts[build] = os.path.join(work_dir, f"trained_lm.{build}.kiln")

@@ -163,12 +163,13 @@ struct ProductError {
   int64_t rows = 0;
 };
 
-/// The observer of the accuracy runs. On the f32 build it records where
-/// each weight lies; on the quantized build, before each quantized product,
-/// it computes that product of the same input both ways, without the
-/// epilogue (which only adds what both builds share), into its own memory.
+/// The observer of the accuracy runs, of both sessions. On the f32 build it
+/// records where each weight lies; on the quantized build, before each
+/// quantized product, it computes that product of the same input both
+/// ways, without the epilogue (which only adds what both builds share),
+/// into its own memory.
 struct AccuracyObserver {
-  const std::vector<std::string> *weightNames = nullptr;
+  const std::vector<std::string> *f32Names = nullptr, *quantizedNames = nullptr;
   std::map<std::string, ReferenceWeight> references;
   std::map<std::string, ProductError> errors;
   std::string missing; ///< a quantized product with no f32 twin
@@ -177,7 +178,7 @@ struct AccuracyObserver {
   static void recordReference(void *self, const kiln_linear_params_s *params,
                               int32_t weightIndex, int32_t after) {
     auto &observer = *static_cast<AccuracyObserver *>(self);
-    const std::string *name = weightNameAt(*observer.weightNames, weightIndex);
+    const std::string *name = weightNameAt(*observer.f32Names, weightIndex);
     if (after || !name || params->weight_dtype != KILN_WEIGHT_F32)
       return;
     observer.references[*name] = {
@@ -188,7 +189,7 @@ struct AccuracyObserver {
   static void compareProduct(void *self, const kiln_linear_params_s *params,
                              int32_t weightIndex, int32_t after) {
     auto &observer = *static_cast<AccuracyObserver *>(self);
-    const std::string *weight = weightNameAt(*observer.weightNames, weightIndex);
+    const std::string *weight = weightNameAt(*observer.quantizedNames, weightIndex);
     if (after || !weight || params->weight_dtype == KILN_WEIGHT_F32)
       return;
     const std::string &name = *weight;
@@ -358,22 +359,21 @@ bool measureAccuracy(const CompiledArtifact &f32, const CompiledArtifact &quanti
     Instance instance;
     Model f32Model(instance, f32.path), quantizedModel(instance, quantized.path);
     Session f32Session(f32Model), quantizedSession(quantizedModel);
-    AccuracyObserver references, comparison;
-    references.weightNames = &f32.weightNames;
-    comparison.weightNames = &quantized.weightNames;
-    observe(f32Session, &AccuracyObserver::recordReference, &references);
-    observe(quantizedSession, &AccuracyObserver::compareProduct, &comparison);
+    AccuracyObserver observer;
+    observer.f32Names = &f32.weightNames;
+    observer.quantizedNames = &quantized.weightNames;
+    observe(f32Session, &AccuracyObserver::recordReference, &observer);
+    observe(quantizedSession, &AccuracyObserver::compareProduct, &observer);
     for (int32_t i = 0; i < f32Model.outputCount(); ++i)
       report.outputs.push_back({f32Model.output(i).name});
     std::vector<std::pair<double, double>> meanSums(report.outputs.size());
     for (const InputSet &set : sets) {
       if (!runSet(f32Session, f32Model, set, error))
         return false;
-      comparison.references = references.references;
       if (!runSet(quantizedSession, quantizedModel, set, error))
         return false;
-      if (!comparison.missing.empty()) {
-        error = "accuracy: the quantized product of weight '" + comparison.missing +
+      if (!observer.missing.empty()) {
+        error = "accuracy: the quantized product of weight '" + observer.missing +
                 "' has no f32 product of the same shape to be compared with";
         return false;
       }
@@ -389,7 +389,7 @@ bool measureAccuracy(const CompiledArtifact &f32, const CompiledArtifact &quanti
     for (size_t i = 0; i < report.outputs.size(); ++i)
       if (meanSums[i].second > 0)
         report.outputs[i].meanRelativeError = meanSums[i].first / meanSums[i].second;
-    for (const auto &[name, sums] : comparison.errors)
+    for (const auto &[name, sums] : observer.errors)
       report.products.push_back(
           {name, sums.squaredReference > 0 ? std::sqrt(sums.squaredError / sums.squaredReference)
                                            : 0.0,

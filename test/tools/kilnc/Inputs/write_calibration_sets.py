@@ -1,5 +1,6 @@
-"""Writes calibration sets for kilnc --calibration: OUT/<set>/<input>.npy,
-random inputs of an export (bench/harness.make_inputs), one seed a set.
+"""Writes calibration sets for kilnc --calibration (bench/harness's
+save_calibration_sets): random inputs of an export (make_inputs), one seed
+a set.
 
 usage: write_calibration_sets.py MODEL.onnx OUT SETS BATCH SEQUENCE
 """
@@ -11,7 +12,5 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import harness  # noqa: E402
 
 model, out, sets, batch, sequence = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
-for index in range(sets):
-    directory = os.path.join(out, f"set{index}")
-    os.makedirs(directory, exist_ok=True)
-    harness.save_inputs(harness.make_inputs(model, batch, sequence, seed=index), directory)
+harness.save_calibration_sets(
+    [harness.make_inputs(model, batch, sequence, seed=index) for index in range(sets)], out)
