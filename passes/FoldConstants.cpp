@@ -638,15 +638,30 @@ std::optional<Constant> evaluate(Operation *op, ArrayRef<Constant> operands,
                                  int64_t maxElements) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   Type elementType = resultType.getElementType();
-  if (std::optional<ScalarFns> fns = scalarFunctions(op))
+  // Integers are held as int64 and computed on as signed: arithmetic on
+  // unsigned values (rare, and never shape math) is left to run time. Data
+  // movement keeps the bits, so it folds them.
+  bool computesOnUnsigned =
+      elementType.isUnsignedInteger() ||
+      llvm::any_of(operands, [](const Constant &operand) {
+        return operand.elementType.isUnsignedInteger();
+      });
+  if (std::optional<ScalarFns> fns = scalarFunctions(op)) {
+    if (computesOnUnsigned)
+      return std::nullopt;
     return elementwise(operands, elementType, fns->onFloats, fns->onInts,
                        maxElements);
+  }
   using R = std::optional<Constant>;
   return llvm::TypeSwitch<Operation *, R>(op)
       .Case([&](WhereOp) {
         return evaluateWhere(operands, elementType, maxElements);
       })
-      .Case([&](CastOp) { return evaluateCast(operands[0], elementType); })
+      .Case([&](CastOp) -> R {
+        if (computesOnUnsigned)
+          return std::nullopt;
+        return evaluateCast(operands[0], elementType);
+      })
       .Case([&](ReshapeOp reshape) -> R {
         SmallVector<int64_t> shape = reshapeShape(operands[0].shape, operands[1].ints,
                                                   reshape.getAllowZero());

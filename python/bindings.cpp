@@ -29,7 +29,8 @@ struct DtypeName {
 constexpr DtypeName kDtypes[] = {
     {KILN_DTYPE_F32, "float32"}, {KILN_DTYPE_F64, "float64"}, {KILN_DTYPE_F16, "float16"},
     {KILN_DTYPE_I64, "int64"},   {KILN_DTYPE_I32, "int32"},   {KILN_DTYPE_I16, "int16"},
-    {KILN_DTYPE_I8, "int8"},     {KILN_DTYPE_BOOL, "bool"},
+    {KILN_DTYPE_I8, "int8"},     {KILN_DTYPE_U64, "uint64"},  {KILN_DTYPE_U32, "uint32"},
+    {KILN_DTYPE_U16, "uint16"},  {KILN_DTYPE_U8, "uint8"},    {KILN_DTYPE_BOOL, "bool"},
 };
 
 py::dtype numpyDtype(kiln_dtype_t dtype) {

@@ -18,6 +18,10 @@ kiln_dtype_t runtimeDtype(Type type) {
   if (type.isF16()) return KILN_DTYPE_F16;
   if (type.isBF16()) return KILN_DTYPE_BF16;
   if (type.isF64()) return KILN_DTYPE_F64;
+  if (type.isUnsignedInteger(64)) return KILN_DTYPE_U64;
+  if (type.isUnsignedInteger(32)) return KILN_DTYPE_U32;
+  if (type.isUnsignedInteger(16)) return KILN_DTYPE_U16;
+  if (type.isUnsignedInteger(8)) return KILN_DTYPE_U8;
   if (type.isInteger(64)) return KILN_DTYPE_I64;
   if (type.isInteger(32)) return KILN_DTYPE_I32;
   if (type.isInteger(16)) return KILN_DTYPE_I16;

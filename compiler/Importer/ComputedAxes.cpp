@@ -75,7 +75,7 @@ FailureOr<int64_t> computedAxesCount(ImportContext &ctx, const onnx::NodeProto &
   auto length = ctx.staticLength(node, axes, "axes");
   if (failed(length))
     return failure();
-  if (!tensorType(axes).getElementType().isInteger(64))
+  if (!tensorType(axes).getElementType().isSignlessInteger(64))
     return ctx.error(node) << "axes must be int64, got " << axes.getType();
   return *length;
 }

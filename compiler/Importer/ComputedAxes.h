@@ -1,7 +1,7 @@
 //===- ComputedAxes.h - Ops whose axes are computed at run time -*- C++ -*-===//
 //
-// ONNX lets a model compute the axes of Squeeze, Unsqueeze, Slice and the
-// reductions, and CumSum's axis, at run time. Kiln's ops take axes as
+// ONNX lets a model compute the axes of Squeeze, Unsqueeze, Slice, Pad and
+// the reductions, and CumSum's axis, at run time. Kiln's ops take axes as
 // attributes, so the importer builds those ops out of others: small i64
 // tensors (shapes, axis lists) worked on with kiln ops, and kiln.assert
 // for what the op itself would have checked. Exporters write constant axes;

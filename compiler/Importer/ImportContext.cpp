@@ -21,6 +21,10 @@ Type convertElementType(MLIRContext *context, int32_t onnxType) {
   case onnx::TensorProto::INT32: return b.getI32Type();
   case onnx::TensorProto::INT16: return b.getI16Type();
   case onnx::TensorProto::INT8: return b.getI8Type();
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, /*isSigned=*/false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, /*isSigned=*/false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, /*isSigned=*/false);
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, /*isSigned=*/false);
   case onnx::TensorProto::BOOL: return b.getI1Type();
   default: return {};
   }
@@ -94,6 +98,25 @@ ImportContext::requiredInputs(const onnx::NodeProto &node, int count) {
     values.push_back(*value);
   }
   return values;
+}
+
+void ImportContext::bindUint8View(StringRef name, bool lowered, Location loc) {
+  Uint8Views &views = loweredUint8_[name];
+  if (!lowered && !views.restored)
+    views.restored = flipUint8Offset(loc, views.lowered,
+                                     builder_.getIntegerType(8, /*isSigned=*/false));
+  values_[name] = lowered ? views.lowered : views.restored;
+}
+
+Value ImportContext::flipUint8Offset(Location loc, Value value, Type element) {
+  auto type = cast<RankedTensorType>(value.getType()).clone(element);
+  // The cast keeps the bits (same width); 128 added modulo 256 is 128
+  // taken away.
+  Value bits = builder_.create<CastOp>(loc, type, value);
+  auto offsetType = RankedTensorType::get({}, element);
+  Value offset = builder_.create<ConstantOp>(
+      loc, offsetType, DenseElementsAttr::get(offsetType, APInt(8, 128)));
+  return builder_.create<AddOp>(loc, type, bits, offset);
 }
 
 void ImportContext::setOutput(const onnx::NodeProto &node, int index,

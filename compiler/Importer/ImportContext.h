@@ -72,11 +72,22 @@ public:
   }
   /// Records that the value `name` is read.
   void markUsed(llvm::StringRef name) { usedValues_.insert(name); }
-  /// Records that the value `name` is a uint8 quantization held as int8
-  /// lowered by 128 (QuantizedOps.cpp), which only DequantizeLinear,
-  /// MatMulInteger and QLinearMatMul read.
-  void markLoweredUint8(llvm::StringRef name) { loweredUint8_.insert(name); }
+  /// Records that the value `name` (already bound) is a uint8 quantization
+  /// held as int8 lowered by 128 (QuantizedOps.cpp). DequantizeLinear,
+  /// MatMulInteger and QLinearMatMul read it so, which lets it fold into
+  /// an int8 product; any other reader, and the graph's outputs, read the
+  /// uint8 value it stands for (bindUint8View).
+  void markLoweredUint8(llvm::StringRef name) {
+    loweredUint8_[name] = {values_.lookup(name), {}};
+  }
   bool isLoweredUint8(llvm::StringRef name) const { return loweredUint8_.count(name); }
+  /// Binds `name`, a lowered uint8, to the view its next reader takes: the
+  /// int8 that holds it (`lowered`), or the uint8 value, built once at
+  /// `loc` as the int8's bits plus 128.
+  void bindUint8View(llvm::StringRef name, bool lowered, mlir::Location loc);
+  /// The 8-bit `value` as `element` (i8 or ui8) with 128 added, wrapping:
+  /// a uint8 as the int8 that holds it lowered by 128, and back.
+  mlir::Value flipUint8Offset(mlir::Location loc, mlir::Value value, mlir::Type element);
   void setOutput(const onnx::NodeProto &node, int index, mlir::Value value);
 
   /// The type of output `index`: `shape` (kDynamic where unknown) refined by
@@ -152,7 +163,10 @@ private:
   int64_t opset_;
   llvm::StringMap<mlir::Value> values_;
   llvm::StringSet<> usedValues_;
-  llvm::StringSet<> loweredUint8_;
+  struct Uint8Views {
+    mlir::Value lowered, restored;
+  };
+  llvm::StringMap<Uint8Views> loweredUint8_;
   llvm::StringMap<onnx::TypeProto> valueInfo_;
 };
 

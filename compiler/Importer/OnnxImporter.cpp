@@ -289,13 +289,9 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
                                 (node.op_type() == "DequantizeLinear" ||
                                  node.op_type() == "MatMulInteger" ||
                                  node.op_type() == "QLinearMatMul");
-    if (!readsQuantized)
-      for (const std::string &input : node.input())
-        if (ctx.isLoweredUint8(input))
-          return ctx.error(node) << "reads '" << input
-                                 << "', a uint8 quantized result, which kiln holds as int8 "
-                                    "lowered by 128: only DequantizeLinear, MatMulInteger "
-                                    "and QLinearMatMul may read it";
+    for (const std::string &input : node.input())
+      if (ctx.isLoweredUint8(input))
+        ctx.bindUint8View(input, /*lowered=*/readsQuantized, ctx.loc(node));
     Operation *last = entry->empty() ? nullptr : &entry->back();
     if (failed(importer(ctx, node)))
       return failure();
@@ -317,14 +313,12 @@ LogicalResult GraphImporter::buildFunction(ModuleOp module, int64_t opset) {
   SmallVector<Value> results;
   SmallVector<Type> resultTypes;
   for (const auto &output : graph.output()) {
+    if (ctx.isLoweredUint8(output.name()))
+      ctx.bindUint8View(output.name(), /*lowered=*/false, fileLoc);
     Value value = ctx.lookup(output.name());
     if (!value)
       return emitError(fileLoc) << "graph output '" << output.name()
                                 << "' is not produced by any node";
-    if (ctx.isLoweredUint8(output.name()))
-      return emitError(fileLoc) << "graph output '" << output.name()
-                                << "' is a uint8 quantized result, which kiln does "
-                                   "not return (it has no uint8 tensors)";
     results.push_back(value);
     resultTypes.push_back(value.getType());
   }

@@ -9,11 +9,12 @@
 // QuantizeLinear and DequantizeLinear (QDQ, what ORT's quantize_static
 // writes) become kiln.quantize and kiln.dequantize, 8-bit only;
 // DynamicQuantizeLinear and MatMulInteger (what its quantize_dynamic
-// writes) kiln.dynamic_quantize and kiln.matmul_integer. uint8 is no kiln
-// element type, so a uint8 quantization is held as int8 with values and
-// zero point lowered by 128, which dequantizes to the same numbers and
-// leaves every difference from the zero point as it was; the importer lets
-// only DequantizeLinear, MatMulInteger and QLinearMatMul read such a value.
+// writes) kiln.dynamic_quantize and kiln.matmul_integer. The int8 products
+// take int8 operands, so a uint8 quantization is held as int8 with values
+// and zero point lowered by 128, which dequantizes to the same numbers and
+// leaves every difference from the zero point as it was. DequantizeLinear,
+// MatMulInteger and QLinearMatMul read such a value as it is held; any
+// other reader gets the uint8 value back (ImportContext::bindUint8View).
 // QLinearMatMul (quantize_static's QOperator format) becomes the quantize
 // of the product of the dequantized operands, which folds as QDQ does.
 // kiln-fold-quantized-products then folds each product of a quantized
@@ -207,9 +208,9 @@ bool isUint8Input(ImportContext &ctx, const onnx::NodeProto &node, int index) {
 }
 
 /// Input `index` of `node`, 8-bit, as kiln holds it: a ui8 constant lowered
-/// by 128 into an i8 one (a weight's blob stays a blob), any other as it
-/// is; `what` names it in the error when it is not 8-bit, or is ui8 but not
-/// a constant.
+/// by 128 into an i8 one (a weight's blob stays a blob), a ui8 computed at
+/// run time lowered there, an i8 as it is; `what` names it in the error
+/// when it is not 8-bit.
 FailureOr<Value> int8Input(ImportContext &ctx, const onnx::NodeProto &node, int index,
                            StringRef what) {
   auto value = ctx.requiredInput(node, index);
@@ -223,9 +224,9 @@ FailureOr<Value> int8Input(ImportContext &ctx, const onnx::NodeProto &node, int 
     return *value;
   std::vector<char> storage;
   std::optional<ArrayRef<char>> bytes = constantBytes(ctx, node, index, storage);
+  // A uint8 computed at run time (a graph input, say) is lowered there.
   if (!bytes)
-    return ctx.error(node) << "a uint8 " << what
-                           << " must be a constant or a quantizing op's result";
+    return ctx.flipUint8Offset(ctx.loc(node), *value, ctx.builder().getIntegerType(8));
   auto loweredType = type.clone(ctx.builder().getIntegerType(8));
   ElementsAttr original = value->getDefiningOp<ConstantOp>().getValue();
   return ctx.builder()
@@ -454,13 +455,27 @@ LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &nod
   OpBuilder &builder = ctx.builder();
   auto i8 = builder.getI8Type();
   auto scalarType = RankedTensorType::get({}, i8);
-  auto aZeroPoint = zeroPointInput(ctx, node, 2, isUint8Input(ctx, node, 0), scalarType);
+  // One zero point in a 1-D tensor is one for the whole operand.
+  auto oneZeroPoint = [&](FailureOr<Value> zeroPoint) -> FailureOr<Value> {
+    if (failed(zeroPoint))
+      return failure();
+    auto type = cast<RankedTensorType>(zeroPoint->getType());
+    if (type.getRank() != 1 || type.getShape()[0] != 1)
+      return zeroPoint;
+    return builder
+        .create<SqueezeOp>(ctx.loc(node), scalarType, *zeroPoint,
+                           builder.getDenseI64ArrayAttr({0}))
+        .getResult();
+  };
+  auto aZeroPoint =
+      oneZeroPoint(zeroPointInput(ctx, node, 2, isUint8Input(ctx, node, 0), scalarType));
   if (failed(aZeroPoint))
     return failure();
   if (cast<RankedTensorType>(aZeroPoint->getType()).getRank() != 0)
     return ctx.error(node) << "kiln reads one a_zero_point for all of A, got "
                            << aZeroPoint->getType();
-  auto bZeroPoint = zeroPointInput(ctx, node, 3, isUint8Input(ctx, node, 1), scalarType);
+  auto bZeroPoint =
+      oneZeroPoint(zeroPointInput(ctx, node, 3, isUint8Input(ctx, node, 1), scalarType));
   if (failed(bZeroPoint))
     return failure();
   auto bZeroPointType = cast<RankedTensorType>(bZeroPoint->getType());

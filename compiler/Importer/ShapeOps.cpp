@@ -668,36 +668,59 @@ LogicalResult importPad(ImportContext &ctx, const onnx::NodeProto &node) {
   auto length = ctx.staticLength(node, pads, "pads");
   if (failed(length))
     return failure();
-  if (Value axesInput = ctx.input(node, 3)) {
-    auto axes = ctx.constantInts(node, 3, "axes", "they decide which dims are padded");
-    if (failed(axes))
-      return failure();
-    int64_t count = axes->size();
-    if (*length != 2 * count)
-      return ctx.error(node) << "pads has " << *length << " entries for " << count
-                             << " axes (it needs two per axis)";
-    // Entry `count * 2` of pads ++ [0] is the zero an unlisted axis takes.
-    SmallVector<int64_t> source(2 * rank, 2 * count);
-    for (auto [j, axis] : llvm::enumerate(*axes)) {
-      auto normalized = ctx.normalizeAxis(node, axis, rank);
-      if (failed(normalized))
+  if (ctx.input(node, 3)) {
+    // Constant axes, or nullopt for axes computed at run time.
+    std::optional<SmallVector<int64_t>> axes;
+    FailureOr<int64_t> count = failure();
+    if (ctx.isComputedInput(node, 3)) {
+      count = computedAxesCount(ctx, node, 3);
+    } else {
+      auto values = ctx.constantInts(node, 3, "axes", "they decide which dims are padded");
+      if (failed(values))
         return failure();
-      source[*normalized] = j;
-      source[rank + *normalized] = count + j;
+      axes = *values;
+      count = static_cast<int64_t>(axes->size());
     }
-    auto withZeroType = RankedTensorType::get({2 * count + 1}, b.getI64Type());
-    Value withZero = b.create<ConcatOp>(loc, withZeroType,
-                                        ValueRange{pads, ctx.i64List(loc, {0})},
-                                        b.getI64IntegerAttr(0));
-    auto fullType = RankedTensorType::get({2 * rank}, b.getI64Type());
-    pads = b.create<GatherOp>(loc, fullType, withZero, ctx.i64List(loc, source),
-                              b.getI64IntegerAttr(0));
-    if (constantPads) {
-      SmallVector<int64_t> full;
-      constantPads->push_back(0);
-      for (int64_t i : source)
-        full.push_back((*constantPads)[i]);
-      constantPads = full;
+    if (failed(count))
+      return failure();
+    if (*length != 2 * *count)
+      return ctx.error(node) << "pads has " << *length << " entries for " << *count
+                             << " axes (it needs two per axis)";
+    if (!axes) {
+      // Which dims the pads go to is known at run time only: each dim
+      // takes the pads of the axis that names it, or 0. [2, 1, count]
+      // (begins, ends) against [1, rank, count], summed over the axes.
+      ShapeMath m{ctx, loc};
+      Value names = m.count(axisNames(m, ctx.input(node, 3), *count, rank));
+      auto productType = RankedTensorType::get({2, rank, *count}, m.i64());
+      Value perAxis = b.create<MulOp>(loc, productType, m.reshape(pads, {2, 1, *count}),
+                                      m.reshape(names, {1, rank, *count}));
+      pads = m.reshape(m.sum(perAxis, 2), {2 * rank});
+      constantPads.reset();
+    } else {
+      // Entry `count * 2` of pads ++ [0] is the zero an unlisted axis takes.
+      SmallVector<int64_t> source(2 * rank, 2 * *count);
+      for (auto [j, axis] : llvm::enumerate(*axes)) {
+        auto normalized = ctx.normalizeAxis(node, axis, rank);
+        if (failed(normalized))
+          return failure();
+        source[*normalized] = j;
+        source[rank + *normalized] = *count + j;
+      }
+      auto withZeroType = RankedTensorType::get({2 * *count + 1}, b.getI64Type());
+      Value withZero = b.create<ConcatOp>(loc, withZeroType,
+                                          ValueRange{pads, ctx.i64List(loc, {0})},
+                                          b.getI64IntegerAttr(0));
+      auto fullType = RankedTensorType::get({2 * rank}, b.getI64Type());
+      pads = b.create<GatherOp>(loc, fullType, withZero, ctx.i64List(loc, source),
+                                b.getI64IntegerAttr(0));
+      if (constantPads) {
+        SmallVector<int64_t> full;
+        constantPads->push_back(0);
+        for (int64_t i : source)
+          full.push_back((*constantPads)[i]);
+        constantPads = full;
+      }
     }
   } else if (*length != 2 * rank) {
     return ctx.error(node) << "pads has " << *length << " entries for rank " << rank

@@ -79,8 +79,15 @@ std::vector<char> typedFieldBytes(const onnx::TensorProto &tensor, int64_t count
   case onnx::TensorProto::INT32:
     append(tensor.int32_data(), [](int32_t v) { return v; });
     break;
+  case onnx::TensorProto::UINT64:
+    append(tensor.uint64_data(), [](uint64_t v) { return v; });
+    break;
+  case onnx::TensorProto::UINT32:
+    append(tensor.uint64_data(), [](uint64_t v) { return static_cast<uint32_t>(v); });
+    break;
   // These are stored widened to int32; the low bits hold the value.
   case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
     append(tensor.int32_data(), [](int32_t v) { return static_cast<int16_t>(v); });
     break;
   case onnx::TensorProto::INT8:
@@ -234,12 +241,7 @@ FailureOr<ElementsAttr> WeightLoader::load(const onnx::TensorProto &tensor,
   if (tensorName.empty())
     tensorName = tensor.name();
   std::string name = "tensor '" + tensorName.str() + "'";
-  // uint8 is no kiln element type (no op computes on it), but a quantized
-  // op's packed values and zero points arrive as uint8 weights
-  // (MatMulNBits): they load as `ui8` constants, which only such ops read.
-  Type element = tensor.data_type() == onnx::TensorProto::UINT8
-                     ? IntegerType::get(context, 8, IntegerType::Unsigned)
-                     : convertElementType(context, tensor.data_type());
+  Type element = convertElementType(context, tensor.data_type());
   if (!element) {
     error = name + " has unsupported data type " + onnxTypeName(tensor.data_type());
     return failure();

@@ -32,7 +32,9 @@ __all__ = ["InferenceSession", "NodeArg", "LLM", "SamplingParams", "RequestOutpu
 
 _ONNX_TYPES = {"float32": "tensor(float)", "float64": "tensor(double)",
                "float16": "tensor(float16)", "int64": "tensor(int64)", "int32": "tensor(int32)",
-               "int16": "tensor(int16)", "int8": "tensor(int8)", "bool": "tensor(bool)"}
+               "int16": "tensor(int16)", "int8": "tensor(int8)", "uint64": "tensor(uint64)",
+               "uint32": "tensor(uint32)", "uint16": "tensor(uint16)", "uint8": "tensor(uint8)",
+               "bool": "tensor(bool)"}
 
 
 @dataclasses.dataclass(frozen=True)

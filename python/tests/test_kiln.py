@@ -2,6 +2,7 @@
 against kiln-run, LLM against kiln-generate and kiln-tokenize, compile
 against kilnc. Run by ctest (python_package) with the paths in the
 environment."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -72,6 +73,26 @@ def test_inference_session_errors(bert):
                                "token_type_ids": np.zeros((1, 4), dtype=np.int64)})
     with pytest.raises(kiln.KilnError):
         kiln.InferenceSession("/nonexistent.kiln")
+
+
+def test_unsigned_tensors(work):
+    """uint8..uint64 numpy arrays in and out, with the values numpy gives:
+    the model and its reference are kiln-run's unsigned.test's."""
+    inputs_dir = os.path.join(os.path.dirname(__file__), "..", "..", "test", "tools",
+                              "kiln-run", "Inputs")
+    spec = importlib.util.spec_from_file_location(
+        "numpy_reference", os.path.join(inputs_dir, "numpy_reference.py"))
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    session = kiln.InferenceSession(
+        kiln.compile(os.path.join(inputs_dir, "unsigned.onnxtxt"), work / "unsigned.kiln"))
+    assert session.get_inputs()[0].type == "tensor(uint8)"
+    feeds = reference.unsigned_inputs()
+    outputs = session.run(None, feeds)
+    expected = reference.unsigned_outputs(feeds)
+    assert [o.name for o in session.get_outputs()] == list(expected)
+    for value, want in zip(outputs, expected.values()):
+        assert value.dtype == want.dtype and np.array_equal(value, want)
 
 
 def test_compile_reports_kilnc_errors(work):

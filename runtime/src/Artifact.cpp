@@ -33,6 +33,7 @@ kiln_dtype_t parseDtype(const std::string &name) {
   for (kiln_dtype_t dtype :
        {KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16, KILN_DTYPE_F64,
         KILN_DTYPE_I64, KILN_DTYPE_I32, KILN_DTYPE_I16, KILN_DTYPE_I8,
+        KILN_DTYPE_U64, KILN_DTYPE_U32, KILN_DTYPE_U16, KILN_DTYPE_U8,
         KILN_DTYPE_BOOL})
     if (name == kiln_dtype_name(dtype))
       return dtype;

@@ -384,3 +384,28 @@ func.func @computed_split_sizes(%x: tensor<?x?x192xf32>, %m: tensor<?x1x?x?xi1>,
   %e = kiln.expand %m, %eshape : (tensor<?x1x?x?xi1>, tensor<4xi64>) -> tensor<?x?x?x?xi1>
   return %r, %last, %e : tensor<?x?x?x?xf32>, tensor<1xi64>, tensor<?x?x?x?xi1>
 }
+
+// -----
+
+// Tests that unsigned values fold through data movement, which keeps their
+// bits, but not through arithmetic, comparisons or casts, which this pass
+// would compute as signed: 200 > 1 holds for ui8, not for i8.
+
+// CHECK-LABEL: func.func @unsigned_not_computed
+//   CHECK-DAG: %[[X:.+]] = kiln.constant dense<[200, 1]> : tensor<2xui8>
+//   CHECK-DAG: %[[T:.+]] = kiln.constant dense<{{\[}}[200], [1]]> : tensor<2x1xui8>
+//   CHECK-DAG: %[[Y:.+]] = kiln.constant dense<[1, 200]> : tensor<2xui8>
+//       CHECK: %[[GT:.+]] = kiln.compare gt, %[[X]], %[[Y]]
+//       CHECK: %[[F:.+]] = kiln.cast %[[X]] : tensor<2xui8> to tensor<2xf32>
+//       CHECK: %[[D:.+]] = kiln.div %[[X]], %[[Y]]
+//       CHECK: return %[[T]], %[[GT]], %[[F]], %[[D]]
+func.func @unsigned_not_computed() -> (tensor<2x1xui8>, tensor<2xi1>, tensor<2xf32>, tensor<2xui8>) {
+  %x = kiln.constant dense<[200, 1]> : tensor<2xui8>
+  %y = kiln.constant dense<[1, 200]> : tensor<2xui8>
+  %shape = kiln.constant dense<[2, 1]> : tensor<2xi64>
+  %t = kiln.reshape %x, %shape : (tensor<2xui8>, tensor<2xi64>) -> tensor<2x1xui8>
+  %gt = kiln.compare gt, %x, %y : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xi1>
+  %f = kiln.cast %x : tensor<2xui8> to tensor<2xf32>
+  %d = kiln.div %x, %y : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xui8>
+  return %t, %gt, %f, %d : tensor<2x1xui8>, tensor<2xi1>, tensor<2xf32>, tensor<2xui8>
+}

@@ -270,12 +270,18 @@ TEST(RuntimeDtype, SizesAndNames) {
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I8), 1u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I16), 2u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_BOOL), 1u);
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_U64), 8u);
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_U32), 4u);
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_U16), 2u);
+  EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_U8), 1u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_INVALID), 0u);
   EXPECT_EQ(kiln_dtype_size(static_cast<kiln_dtype_t>(99)), 0u);
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_F32), "f32");
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_I64), "i64");
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_BOOL), "bool");
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_I16), "i16");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_U8), "u8");
+  EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_U64), "u64");
   EXPECT_STREQ(kiln_dtype_name(static_cast<kiln_dtype_t>(99)), "invalid");
 }
 

@@ -138,6 +138,10 @@ TEST_F(TensorFileTest, NpyEveryDtype) {
       {"<i4", KILN_DTYPE_I32, bytesOf(std::vector<int32_t>{-1, INT32_MAX, 7})},
       {"<i2", KILN_DTYPE_I16, bytesOf(std::vector<int16_t>{-32768, 0, 32767})},
       {"|i1", KILN_DTYPE_I8, bytesOf(std::vector<int8_t>{-128, 0, 127})},
+      {"<u8", KILN_DTYPE_U64, bytesOf(std::vector<uint64_t>{0, UINT64_MAX, 7})},
+      {"<u4", KILN_DTYPE_U32, bytesOf(std::vector<uint32_t>{0, UINT32_MAX, 7})},
+      {"<u2", KILN_DTYPE_U16, bytesOf(std::vector<uint16_t>{0, 65535, 7})},
+      {"|u1", KILN_DTYPE_U8, bytesOf(std::vector<uint8_t>{0, 255, 7})},
       {"|b1", KILN_DTYPE_BOOL, {1, 0, 1}},
   };
   for (const Case &c : cases) {
@@ -356,8 +360,7 @@ TEST_F(TensorFileTest, NpyUnsupportedDtypes) {
   };
   EXPECT_THAT(err(">f4"), HasSubstr("header: unsupported dtype '>f4' (big-endian"));
   EXPECT_THAT(err(">i8"), HasSubstr("big-endian"));
-  EXPECT_THAT(err("|u1"), HasSubstr("unsupported dtype '|u1' (uint8"));
-  EXPECT_THAT(err("<u4"), HasSubstr("unsigned"));
+  EXPECT_THAT(err(">u4"), HasSubstr("big-endian"));
   EXPECT_THAT(err("<c8"), HasSubstr("complex"));
   EXPECT_THAT(err("<U1"), HasSubstr("strings"));
   EXPECT_THAT(err("|V2"), HasSubstr("bfloat16"));
@@ -484,6 +487,10 @@ TEST_F(TensorFileTest, PbRawData) {
       {onnx::TensorProto::INT32, KILN_DTYPE_I32, bytesOf(std::vector<int32_t>{-5, 9})},
       {onnx::TensorProto::INT16, KILN_DTYPE_I16, bytesOf(std::vector<int16_t>{-5, 300})},
       {onnx::TensorProto::INT8, KILN_DTYPE_I8, bytesOf(std::vector<int8_t>{-5, 9})},
+      {onnx::TensorProto::UINT64, KILN_DTYPE_U64, bytesOf(std::vector<uint64_t>{UINT64_MAX, 9})},
+      {onnx::TensorProto::UINT32, KILN_DTYPE_U32, bytesOf(std::vector<uint32_t>{UINT32_MAX, 9})},
+      {onnx::TensorProto::UINT16, KILN_DTYPE_U16, bytesOf(std::vector<uint16_t>{65535, 9})},
+      {onnx::TensorProto::UINT8, KILN_DTYPE_U8, bytesOf(std::vector<uint8_t>{255, 9})},
       {onnx::TensorProto::BOOL, KILN_DTYPE_BOOL, {0, 1}},
   };
   for (const Case &c : cases) {
@@ -554,6 +561,34 @@ TEST_F(TensorFileTest, PbTypedFields) {
     EXPECT_EQ(read(writeProto("c.pb", p)).data, bytesOf(std::vector<int8_t>{-128, 0, 127}));
   }
   {
+    onnx::TensorProto p = proto(onnx::TensorProto::UINT8, {3});
+    for (int v : {0, 128, 255})
+      p.add_int32_data(v);
+    HostTensor t = read(writeProto("u.pb", p));
+    EXPECT_EQ(t.dtype, KILN_DTYPE_U8);
+    EXPECT_EQ(t.data, bytesOf(std::vector<uint8_t>{0, 128, 255}));
+  }
+  {
+    onnx::TensorProto p = proto(onnx::TensorProto::UINT16, {2});
+    for (int v : {0, 65535})
+      p.add_int32_data(v);
+    EXPECT_EQ(read(writeProto("w.pb", p)).data, bytesOf(std::vector<uint16_t>{0, 65535}));
+  }
+  {
+    onnx::TensorProto p = proto(onnx::TensorProto::UINT32, {2});
+    for (uint64_t v : {uint64_t{0}, uint64_t{UINT32_MAX}})
+      p.add_uint64_data(v);
+    HostTensor t = read(writeProto("d.pb", p));
+    EXPECT_EQ(t.dtype, KILN_DTYPE_U32);
+    EXPECT_EQ(t.data, bytesOf(std::vector<uint32_t>{0, UINT32_MAX}));
+  }
+  {
+    onnx::TensorProto p = proto(onnx::TensorProto::UINT64, {2});
+    for (uint64_t v : {uint64_t{1}, UINT64_MAX})
+      p.add_uint64_data(v);
+    EXPECT_EQ(read(writeProto("l.pb", p)).data, bytesOf(std::vector<uint64_t>{1, UINT64_MAX}));
+  }
+  {
     onnx::TensorProto p = proto(onnx::TensorProto::BOOL, {3});
     for (int v : {1, 0, 1})
       p.add_int32_data(v);
@@ -589,7 +624,8 @@ TEST_F(TensorFileTest, PbUnsupported) {
   onnx::TensorProto strings = proto(onnx::TensorProto::STRING, {1});
   strings.add_string_data("hi");
   EXPECT_THAT(pbError(strings), HasSubstr("unsupported data_type STRING: string tensors"));
-  EXPECT_THAT(pbError(proto(onnx::TensorProto::UINT8, {0})), HasSubstr("data_type UINT8"));
+  EXPECT_THAT(pbError(proto(onnx::TensorProto::COMPLEX128, {0})),
+              HasSubstr("data_type COMPLEX128"));
   EXPECT_THAT(pbError(proto(onnx::TensorProto::COMPLEX64, {0})),
               HasSubstr("data_type COMPLEX64"));
   EXPECT_THAT(pbError(proto(onnx::TensorProto::UNDEFINED, {0})),
@@ -645,6 +681,14 @@ TEST_F(TensorFileTest, PbInt32DataRanges) {
   EXPECT_THAT(err(onnx::TensorProto::FLOAT16, 65536), HasSubstr("0..65535"));
   EXPECT_THAT(err(onnx::TensorProto::BFLOAT16, -1), HasSubstr("BFLOAT16"));
   EXPECT_THAT(err(onnx::TensorProto::BOOL, 2), HasSubstr("0 or 1"));
+  EXPECT_THAT(err(onnx::TensorProto::UINT8, 256), HasSubstr("0..255"));
+  EXPECT_THAT(err(onnx::TensorProto::UINT8, -1), HasSubstr("UINT8"));
+  EXPECT_THAT(err(onnx::TensorProto::UINT16, 65536), HasSubstr("0..65535"));
+  {
+    onnx::TensorProto p = proto(onnx::TensorProto::UINT32, {1});
+    p.add_uint64_data(uint64_t{UINT32_MAX} + 1);
+    EXPECT_THAT(pbError(p), HasSubstr("uint64_data[0] = 4294967296 is out of range for UINT32"));
+  }
 
   onnx::TensorProto rawBool = proto(onnx::TensorProto::BOOL, {2});
   rawBool.set_raw_data(std::string("\x01\x05", 2));

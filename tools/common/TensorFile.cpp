@@ -384,7 +384,8 @@ private:
 /// Maps a .npy descr to a Kiln dtype, or sets an error ("header: ...").
 bool npyDtype(const std::string &descr, kiln_dtype_t &dtype, std::string &error) {
   std::string shown = "'" + escapeBytes(descr.data(), descr.size()) + "'";
-  const char *supported = "supported: '<f4' '<f8' '<f2' '<i8' '<i4' '<i2' '|i1' '|b1'";
+  const char *supported =
+      "supported: '<f4' '<f8' '<f2' '<i8' '<i4' '<i2' '|i1' '<u8' '<u4' '<u2' '|u1' '|b1'";
   char order = descr.empty() ? '\0' : descr[0];
   // numpy always writes a byte-order character; '=' and none mean native,
   // which is little-endian here.
@@ -399,6 +400,8 @@ bool npyDtype(const std::string &descr, kiln_dtype_t &dtype, std::string &error)
       {"f4", KILN_DTYPE_F32}, {"f8", KILN_DTYPE_F64}, {"f2", KILN_DTYPE_F16},
       {"i8", KILN_DTYPE_I64}, {"i4", KILN_DTYPE_I32}, {"i2", KILN_DTYPE_I16},
       {"i1", KILN_DTYPE_I8},
+      {"u8", KILN_DTYPE_U64}, {"u4", KILN_DTYPE_U32}, {"u2", KILN_DTYPE_U16},
+      {"u1", KILN_DTYPE_U8},
       {"b1", KILN_DTYPE_BOOL},
   };
   for (const Known &k : known) {
@@ -418,10 +421,7 @@ bool npyDtype(const std::string &descr, kiln_dtype_t &dtype, std::string &error)
     return true;
   }
   std::string why;
-  if (!code.empty() && code[0] == 'u')
-    why = code == "u1" ? "uint8: Kiln has no unsigned types; convert to int8 or int32"
-                       : "unsigned: Kiln has no unsigned types";
-  else if (!code.empty() && code[0] == 'c')
+  if (!code.empty() && code[0] == 'c')
     why = "complex is not supported";
   else if (!code.empty() && (code[0] == 'U' || code[0] == 'S' || code[0] == 'O'))
     why = "strings and objects are not supported";
@@ -448,6 +448,14 @@ const char *npyDescr(kiln_dtype_t dtype) {
     return "<i2";
   case KILN_DTYPE_I8:
     return "|i1";
+  case KILN_DTYPE_U64:
+    return "<u8";
+  case KILN_DTYPE_U32:
+    return "<u4";
+  case KILN_DTYPE_U16:
+    return "<u2";
+  case KILN_DTYPE_U8:
+    return "|u1";
   case KILN_DTYPE_BOOL:
     return "|b1";
   default:
@@ -673,13 +681,26 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   case TensorProto::INT8:
     out.dtype = KILN_DTYPE_I8;
     break;
+  case TensorProto::UINT64:
+    out.dtype = KILN_DTYPE_U64;
+    break;
+  case TensorProto::UINT32:
+    out.dtype = KILN_DTYPE_U32;
+    break;
+  case TensorProto::UINT16:
+    out.dtype = KILN_DTYPE_U16;
+    break;
+  case TensorProto::UINT8:
+    out.dtype = KILN_DTYPE_U8;
+    break;
   case TensorProto::BOOL:
     out.dtype = KILN_DTYPE_BOOL;
     break;
   default:
     error = where + ": unsupported data_type " + typeName +
             (dataType == TensorProto::STRING ? ": string tensors are not supported" : "") +
-            " (supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, BOOL)";
+            " (supported: FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, INT32, INT16, INT8, "
+            "UINT64, UINT32, UINT16, UINT8, BOOL)";
     return false;
   }
 
@@ -702,7 +723,8 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   }
 
   // Which typed field carries this data_type (int32_data also carries
-  // FLOAT16/BFLOAT16 bit patterns, INT16, INT8 and BOOL).
+  // FLOAT16/BFLOAT16 bit patterns, INT16, INT8, UINT16, UINT8 and BOOL;
+  // uint64_data carries UINT32 and UINT64).
   const char *fieldName;
   int fieldSize;
   switch (dataType) {
@@ -717,6 +739,11 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   case TensorProto::INT64:
     fieldName = "int64_data";
     fieldSize = proto.int64_data_size();
+    break;
+  case TensorProto::UINT32:
+  case TensorProto::UINT64:
+    fieldName = "uint64_data";
+    fieldSize = proto.uint64_data_size();
     break;
   default:
     fieldName = "int32_data";
@@ -783,6 +810,21 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   case TensorProto::INT32:
     copyAll(proto.int32_data().data());
     return true;
+  case TensorProto::UINT64:
+    copyAll(proto.uint64_data().data());
+    return true;
+  case TensorProto::UINT32:
+    for (int i = 0; i < fieldSize; ++i) {
+      uint64_t v = proto.uint64_data(i);
+      if (v > UINT32_MAX) {
+        error = where + ": uint64_data[" + std::to_string(i) + "] = " + std::to_string(v) +
+                " is out of range for UINT32 (0..4294967295)";
+        return false;
+      }
+      uint32_t narrow = static_cast<uint32_t>(v);
+      std::memcpy(dst + 4 * static_cast<size_t>(i), &narrow, 4);
+    }
+    return true;
   default:
     break;
   }
@@ -800,6 +842,12 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
   case TensorProto::INT8:
     lo = -128, hi = 127, range = "-128..127";
     break;
+  case TensorProto::UINT16:
+    lo = 0, hi = 65535, range = "0..65535";
+    break;
+  case TensorProto::UINT8:
+    lo = 0, hi = 255, range = "0..255";
+    break;
   default: // BOOL
     lo = 0, hi = 1, range = "0 or 1";
     break;
@@ -815,7 +863,7 @@ bool readTensorProto(const std::string &path, HostTensor &out, std::string &erro
       uint16_t bits = static_cast<uint16_t>(v);
       std::memcpy(dst + 2 * static_cast<size_t>(i), &bits, 2);
     } else {
-      dst[i] = static_cast<uint8_t>(static_cast<int8_t>(v));
+      dst[i] = static_cast<uint8_t>(v); // two's complement for INT8
     }
   }
   return true;

@@ -21,6 +21,8 @@ using namespace mlir;
 namespace kiln {
 namespace {
 
+using lowering::maxOf;
+using lowering::minOf;
 using lowering::scalarConstant;
 
 Value emitCast(OpBuilder &b, Location loc, Value x, Type to) {
@@ -44,16 +46,22 @@ Value emitCast(OpBuilder &b, Location loc, Value x, Type to) {
     return b.create<arith::TruncFOp>(loc, to, wide);
   }
   if (fromFloat)
-    return b.create<arith::FPToSIOp>(loc, to, x);
+    return to.isUnsignedInteger() ? b.create<arith::FPToUIOp>(loc, to, x).getResult()
+                                  : b.create<arith::FPToSIOp>(loc, to, x).getResult();
   // From here the source is an integer; i1 is unsigned (true is 1).
-  bool fromBool = from.isInteger(1);
+  bool fromUnsigned = from.isInteger(1) || from.isUnsignedInteger();
   if (toFloat)
-    return fromBool ? b.create<arith::UIToFPOp>(loc, to, x).getResult()
-                    : b.create<arith::SIToFPOp>(loc, to, x).getResult();
-  if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+    return fromUnsigned ? b.create<arith::UIToFPOp>(loc, to, x).getResult()
+                        : b.create<arith::SIToFPOp>(loc, to, x).getResult();
+  unsigned fromWidth = from.getIntOrFloatBitWidth(), toWidth = to.getIntOrFloatBitWidth();
+  if (fromWidth > toWidth)
     return b.create<arith::TruncIOp>(loc, to, x);
-  return fromBool ? b.create<arith::ExtUIOp>(loc, to, x).getResult()
-                  : b.create<arith::ExtSIOp>(loc, to, x).getResult();
+  // Same width, other signedness: the bits stay; the stripping of
+  // signedness after the lowering removes the cast.
+  if (fromWidth == toWidth)
+    return b.create<arith::BitcastOp>(loc, to, x);
+  return fromUnsigned ? b.create<arith::ExtUIOp>(loc, to, x).getResult()
+                      : b.create<arith::ExtSIOp>(loc, to, x).getResult();
 }
 
 Value emitSigmoid(OpBuilder &b, Location loc, Value x) {
@@ -101,16 +109,17 @@ Value emitCompare(OpBuilder &b, Location loc, ComparePredicate predicate,
     }
     return b.create<arith::CmpFOp>(loc, p, lhs, rhs);
   }
-  // i1 compares as unsigned (false < true); the other integers are signed.
-  bool isBool = lhs.getType().isInteger(1);
+  // i1 compares as unsigned (false < true), as do ONNX's unsigned types;
+  // the other integers are signed.
+  bool isUnsigned = lhs.getType().isInteger(1) || lhs.getType().isUnsignedInteger();
   arith::CmpIPredicate p;
   switch (predicate) {
   case ComparePredicate::eq: p = arith::CmpIPredicate::eq; break;
   case ComparePredicate::ne: p = arith::CmpIPredicate::ne; break;
-  case ComparePredicate::lt: p = isBool ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
-  case ComparePredicate::le: p = isBool ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
-  case ComparePredicate::gt: p = isBool ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
-  case ComparePredicate::ge: p = isBool ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
+  case ComparePredicate::lt: p = isUnsigned ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt; break;
+  case ComparePredicate::le: p = isUnsigned ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle; break;
+  case ComparePredicate::gt: p = isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt; break;
+  case ComparePredicate::ge: p = isUnsigned ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge; break;
   }
   return b.create<arith::CmpIOp>(loc, p, lhs, rhs);
 }
@@ -135,6 +144,8 @@ void checkIntegerDivisor(OpBuilder &b, Location loc, Operation *op,
   Value nonZero = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ne,
                                           divisor, scalarConstant(b, loc, type, 0));
   lowering::check(b, loc, op, nonZero, "integer division by zero");
+  if (type.isUnsignedInteger())
+    return;
   unsigned width = type.getIntOrFloatBitWidth();
   Value mostNegative = b.create<arith::ConstantOp>(
       loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
@@ -160,6 +171,8 @@ Value emitMod(OpBuilder &b, Location loc, Operation *op, Value x, Value y) {
     rem = b.create<arith::RemFOp>(loc, x, y);
   } else {
     checkIntegerDivisor(b, loc, op, x, y);
+    if (type.isUnsignedInteger())
+      return b.create<arith::RemUIOp>(loc, x, y);
     rem = b.create<arith::RemSIOp>(loc, x, y);
   }
   Value zero = scalarConstant(b, loc, type, 0);
@@ -195,13 +208,12 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
           return b.create<arith::NegFOp>(loc, x);
         return b.create<arith::SubIOp>(loc, scalarConstant(b, loc, type, 0), x);
       })
-      .Case([&](AbsOp) { return floatOrInt<math::AbsFOp, math::AbsIOp>(b, loc, x); })
-      .Case([&](ReluOp) -> Value {
-        Value zero = scalarConstant(b, loc, type, 0);
-        if (isa<FloatType>(type))
-          return b.create<arith::MaximumFOp>(loc, x, zero);
-        return b.create<arith::MaxSIOp>(loc, x, zero);
+      .Case([&](AbsOp) -> Value {
+        if (type.isUnsignedInteger())
+          return x;
+        return floatOrInt<math::AbsFOp, math::AbsIOp>(b, loc, x);
       })
+      .Case([&](ReluOp) { return maxOf(b, loc, x, scalarConstant(b, loc, type, 0)); })
       .Case([&](ExpOp) { return b.create<math::ExpOp>(loc, x); })
       .Case([&](LogOp) { return b.create<math::LogOp>(loc, x); })
       .Case([&](SqrtOp) { return b.create<math::SqrtOp>(loc, x); })
@@ -235,18 +247,22 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
         if (isa<FloatType>(type))
           return b.create<arith::DivFOp>(loc, args);
         checkIntegerDivisor(b, loc, div, args[0], args[1]);
+        if (type.isUnsignedInteger())
+          return b.create<arith::DivUIOp>(loc, args);
         return b.create<arith::DivSIOp>(loc, args);
       })
       .Case([&](RemOp rem) -> Value {
         if (isa<FloatType>(type))
           return b.create<arith::RemFOp>(loc, args);
         checkIntegerDivisor(b, loc, rem, args[0], args[1]);
+        if (type.isUnsignedInteger())
+          return b.create<arith::RemUIOp>(loc, args);
         return b.create<arith::RemSIOp>(loc, args);
       })
       .Case([&](ModOp mod) { return emitMod(b, loc, mod, args[0], args[1]); })
       .Case([&](PowOp) { return floatOrInt<math::PowFOp, math::IPowIOp>(b, loc, args); })
-      .Case([&](MaxOp) { return floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(b, loc, args); })
-      .Case([&](MinOp) { return floatOrInt<arith::MinimumFOp, arith::MinSIOp>(b, loc, args); })
+      .Case([&](MaxOp) { return maxOf(b, loc, args[0], args[1]); })
+      .Case([&](MinOp) { return minOf(b, loc, args[0], args[1]); })
       .Case([&](AndOp) { return b.create<arith::AndIOp>(loc, args); })
       .Case([&](OrOp) { return b.create<arith::OrIOp>(loc, args); })
       .Case([&](XorOp) { return b.create<arith::XOrIOp>(loc, args); })
@@ -260,11 +276,9 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
         Value result = x;
         unsigned next = 1;
         if (clamp.getMin())
-          result = floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(
-              b, loc, {result, args[next++]});
+          result = maxOf(b, loc, result, args[next++]);
         if (clamp.getMax())
-          result = floatOrInt<arith::MinimumFOp, arith::MinSIOp>(
-              b, loc, {result, args[next]});
+          result = minOf(b, loc, result, args[next]);
         return result;
       })
       .Case([&](CastOp) { return emitCast(b, loc, x, resultType); })

@@ -9,6 +9,9 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AttrTypeSubElements.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace kiln {
@@ -16,6 +19,50 @@ namespace kiln {
 #include "compiler/Conversion/Passes.h.inc"
 
 namespace {
+
+/// arith, and everything below it, computes on signless integers only. The
+/// patterns chose the unsigned ops (divui, cmpi ult, uitofp...) where an
+/// operand was `uiN`; after them every `uiN` in the module's ops becomes
+/// `iN`: the types of values, of functions, and of constants alike. The
+/// module's own attributes keep theirs: the weights' there are what the
+/// manifest describes, as the signature does the entry's, in ONNX's types.
+void stripSignedness(mlir::ModuleOp module) {
+  auto signless = [](mlir::Type type) -> mlir::Type {
+    auto integer = mlir::dyn_cast<mlir::IntegerType>(type);
+    if (!integer || !integer.isUnsigned())
+      return {};
+    return mlir::IntegerType::get(type.getContext(), integer.getWidth());
+  };
+  mlir::AttrTypeReplacer replacer;
+  replacer.addReplacement([&](mlir::IntegerType type) -> std::optional<mlir::Type> {
+    if (mlir::Type replaced = signless(type))
+      return replaced;
+    return std::nullopt;
+  });
+  // Constants hold their type inside the attribute, which the type rule
+  // above does not reach: they are rebuilt on the same bits.
+  replacer.addReplacement([&](mlir::IntegerAttr attr) -> std::optional<mlir::Attribute> {
+    if (mlir::Type replaced = signless(attr.getType()))
+      return mlir::IntegerAttr::get(replaced, attr.getValue());
+    return std::nullopt;
+  });
+  replacer.addReplacement([&](mlir::DenseElementsAttr attr) -> std::optional<mlir::Attribute> {
+    if (mlir::Type replaced = signless(attr.getElementType()))
+      return attr.bitcast(replaced);
+    return std::nullopt;
+  });
+  replacer.addReplacement(
+      [&](mlir::DenseResourceElementsAttr attr) -> std::optional<mlir::Attribute> {
+        if (mlir::Type replaced = signless(attr.getElementType()))
+          return mlir::DenseResourceElementsAttr::get(attr.getType().clone(replaced),
+                                                      attr.getRawHandle());
+        return std::nullopt;
+      });
+  for (mlir::Operation &op : module.getBody()->getOperations())
+    replacer.recursivelyReplaceElementsIn(&op, /*replaceAttrs=*/true,
+                                          /*replaceLocs=*/false,
+                                          /*replaceTypes=*/true);
+}
 
 struct ConvertKilnToLinalgPass
     : public impl::ConvertKilnToLinalgBase<ConvertKilnToLinalgPass> {
@@ -40,7 +87,8 @@ struct ConvertKilnToLinalgPass
     populateLoopNestLoweringPatterns(patterns);
     if (mlir::failed(mlir::applyFullConversion(getOperation(), target,
                                                std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    stripSignedness(getOperation());
   }
 };
 

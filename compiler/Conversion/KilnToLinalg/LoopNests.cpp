@@ -55,11 +55,9 @@ Value combine(OpBuilder &b, Location loc, ScatterReduction reduction,
     return isFloat ? b.create<arith::MulFOp>(loc, current, update).getResult()
                    : b.create<arith::MulIOp>(loc, current, update).getResult();
   case ScatterReduction::max:
-    return isFloat ? b.create<arith::MaximumFOp>(loc, current, update).getResult()
-                   : b.create<arith::MaxSIOp>(loc, current, update).getResult();
+    return maxOf(b, loc, current, update);
   case ScatterReduction::min:
-    return isFloat ? b.create<arith::MinimumFOp>(loc, current, update).getResult()
-                   : b.create<arith::MinSIOp>(loc, current, update).getResult();
+    return minOf(b, loc, current, update);
   }
   llvm_unreachable("unknown scatter reduction");
 }

@@ -32,7 +32,7 @@ Value emitAdd(OpBuilder &b, Location loc, Value acc, Value x) {
 Value emitMax(OpBuilder &b, Location loc, Value acc, Value x) {
   if (isa<FloatType>(x.getType()))
     return b.create<arith::MaximumFOp>(loc, acc, x, arith::FastMathFlags::reassoc);
-  return b.create<arith::MaxSIOp>(loc, acc, x);
+  return maxOf(b, loc, acc, x);
 }
 
 template <typename ReduceOpTy>
@@ -80,9 +80,13 @@ struct ReduceLowering : public OpConversionPattern<ReduceOpTy> {
             loc, type, sum, init, SmallVector<AffineMap>{identity, identity},
             iterators,
             [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+              Type element = divisor.getType();
               Value quotient =
-                  isa<FloatType>(divisor.getType())
+                  isa<FloatType>(element)
                       ? nested.create<arith::DivFOp>(nestedLoc, args[0], divisor)
+                            .getResult()
+                  : element.isUnsignedInteger()
+                      ? nested.create<arith::DivUIOp>(nestedLoc, args[0], divisor)
                             .getResult()
                       : nested.create<arith::DivSIOp>(nestedLoc, args[0], divisor)
                             .getResult();

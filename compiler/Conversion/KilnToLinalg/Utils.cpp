@@ -271,7 +271,25 @@ Value lowestValue(OpBuilder &b, Location loc, Type type) {
         loc, b.getFloatAttr(floatType, -std::numeric_limits<double>::infinity()));
   unsigned width = type.getIntOrFloatBitWidth();
   return b.create<arith::ConstantOp>(
-      loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
+      loc, b.getIntegerAttr(type, type.isUnsignedInteger()
+                                      ? APInt::getZero(width)
+                                      : APInt::getSignedMinValue(width)));
+}
+
+Value maxOf(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return b.create<arith::MaximumFOp>(loc, x, y);
+  if (x.getType().isUnsignedInteger())
+    return b.create<arith::MaxUIOp>(loc, x, y);
+  return b.create<arith::MaxSIOp>(loc, x, y);
+}
+
+Value minOf(OpBuilder &b, Location loc, Value x, Value y) {
+  if (isa<FloatType>(x.getType()))
+    return b.create<arith::MinimumFOp>(loc, x, y);
+  if (x.getType().isUnsignedInteger())
+    return b.create<arith::MinUIOp>(loc, x, y);
+  return b.create<arith::MinSIOp>(loc, x, y);
 }
 
 Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
@@ -334,11 +352,14 @@ Value checkedIndex(OpBuilder &b, Location loc, Operation *op, Value index,
 std::pair<Value, Value> compareForSelection(OpBuilder &b, Location loc,
                                             Value x, Value y, bool larger,
                                             bool nanWins) {
-  if (!isa<FloatType>(x.getType()))
-    return {b.create<arith::CmpIOp>(loc, larger ? arith::CmpIPredicate::sgt
-                                                : arith::CmpIPredicate::slt,
-                                    x, y),
+  if (!isa<FloatType>(x.getType())) {
+    bool isUnsigned = x.getType().isUnsignedInteger();
+    arith::CmpIPredicate beats =
+        larger ? (isUnsigned ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt)
+               : (isUnsigned ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt);
+    return {b.create<arith::CmpIOp>(loc, beats, x, y),
             b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y)};
+  }
   Value xNaN = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, x, x);
   Value yNaN = b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::UNO, y, y);
   Value isTrue = b.create<arith::ConstantOp>(loc, b.getBoolAttr(true));

@@ -50,7 +50,12 @@ def Kiln_Dialect : Dialect {
 // Float element types. Quantized and packed integer types (i4) extend the
 // integer list; every op constraint below is built from these two lists.
 def Kiln_FloatElement : AnyTypeOf<[F32, F16, BF16, F64], "float">;
-def Kiln_IntElement : AnyTypeOf<[I64, I32, I16, I8, I<4>], "signless integer">;
+// ONNX's unsigned types stay unsigned (`ui8`...) through the kiln ops, so
+// that the ops whose meaning depends on signedness (division, comparison,
+// max/min, casts) know it; the lowering to linalg picks the unsigned arith
+// ops for them and then makes every type signless, as arith requires.
+def Kiln_IntElement : AnyTypeOf<[I64, I32, I16, I8, I<4>, UI64, UI32, UI16, UI8],
+                                "integer">;
 def Kiln_NumericElement : AnyTypeOf<[Kiln_FloatElement, Kiln_IntElement],
                                     "float or integer">;
 def Kiln_Element : AnyTypeOf<[Kiln_NumericElement, I1], "kiln element">;

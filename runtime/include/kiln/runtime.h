@@ -75,6 +75,10 @@ typedef enum kiln_dtype_e {
   KILN_DTYPE_I8 = 7,
   KILN_DTYPE_BOOL = 8, /* one byte per element, 0 or 1 */
   KILN_DTYPE_I16 = 9,
+  KILN_DTYPE_U8 = 10,
+  KILN_DTYPE_U16 = 11,
+  KILN_DTYPE_U32 = 12,
+  KILN_DTYPE_U64 = 13,
 } kiln_dtype_t;
 
 /* Bytes per element; 0 for KILN_DTYPE_INVALID or an unknown value. */

@@ -301,6 +301,49 @@ func.func @binary_integer_ops(%x: tensor<4xi64>, %y: tensor<4xi64>) -> (tensor<4
 
 // -----
 
+// Tests that ONNX's unsigned types pick the unsigned arith ops (division,
+// remainder, max, min, order comparisons, casts to and from float and to
+// wider integers, abs as the identity), and that every type is signless
+// once the pass is done: the function's, the bodies' and the constants'.
+
+// CHECK-LABEL: func.func @unsigned_integer_ops
+// CHECK-SAME: (%{{.+}}: tensor<4xi8>, %{{.+}}: tensor<4xi8>, %{{.+}}: tensor<4xf32>)
+// CHECK-SAME: -> (tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi32>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>, tensor<4xi8>)
+// CHECK-NOT: ui8
+// CHECK: arith.divui
+// CHECK: arith.remui
+// CHECK: arith.maxui
+// CHECK: arith.minui
+// CHECK: arith.cmpi ult
+// CHECK: arith.uitofp %{{.+}} : i8 to f32
+// CHECK: arith.extui %{{.+}} : i8 to i32
+// CHECK: arith.fptoui %{{.+}} : f32 to i8
+// CHECK: ^bb0(%[[ABS_IN:.+]]: i8, %{{.+}}: i8):
+// CHECK-NEXT: linalg.yield %[[ABS_IN]] : i8
+// CHECK: arith.constant 0 : i8
+// CHECK-NEXT: arith.maxui
+// CHECK: arith.constant dense<[-56, 1, -1, 0]> : tensor<4xi8>
+// CHECK-NOT: ui8
+func.func @unsigned_integer_ops(%x: tensor<4xui8>, %y: tensor<4xui8>, %f: tensor<4xf32>)
+    -> (tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi32>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>) {
+  %0 = kiln.div %x, %y : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %1 = kiln.mod %x, %y : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %2 = kiln.max %x, %y : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %3 = kiln.min %x, %y : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %4 = kiln.compare lt, %x, %y : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  %5 = kiln.cast %x : tensor<4xui8> to tensor<4xf32>
+  %6 = kiln.cast %x : tensor<4xui8> to tensor<4xi32>
+  %7 = kiln.cast %f : tensor<4xf32> to tensor<4xui8>
+  %8 = kiln.abs %x : tensor<4xui8>
+  %9 = kiln.relu %x : tensor<4xui8>
+  %10 = kiln.constant dense<[200, 1, 255, 0]> : tensor<4xui8>
+  %11 = kiln.add %x, %10 : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11
+      : tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xi1>, tensor<4xf32>, tensor<4xi32>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>, tensor<4xui8>
+}
+
+// -----
+
 // Tests that the logical ops are the i1 bitwise ops.
 
 // CHECK-LABEL: func.func @binary_logical_ops
@@ -2249,14 +2292,15 @@ func.func @linear_int8(%x: tensor<?x300xf32>, %w: tensor<2x300x64xi8>, %s: tenso
 
 // Tests that a 4-bit weight passes dtype 64 (KILN_WEIGHT_U4) in slot 8 and
 // its zero points' pointer in slot 10, its rows checked to be 32 bytes
-// apart and the zero points' laid out as the scales' at run time.
+// apart and the zero points' laid out as the scales' at run time. The
+// `ui8` operands are `i8` once the pass is done (signless, as arith needs).
 
 // CHECK-LABEL: func.func @linear_uint4
-// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x300xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x300x32xui8>, %[[S:[a-zA-Z0-9_]+]]: tensor<2x3x64xf32>, %[[Z:[a-zA-Z0-9_]+]]: tensor<2x3x64xui8>)
-// CHECK: bufferization.to_memref %[[W]] read_only {kiln.read_by = {{.*}}} : memref<2x300x32xui8, strided<[?, ?, 1], offset: ?>>
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x300xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<2x300x32xi8>, %[[S:[a-zA-Z0-9_]+]]: tensor<2x3x64xf32>, %[[Z:[a-zA-Z0-9_]+]]: tensor<2x3x64xi8>)
+// CHECK: bufferization.to_memref %[[W]] read_only {kiln.read_by = {{.*}}} : memref<2x300x32xi8, strided<[?, ?, 1], offset: ?>>
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed weight's rows are not 32 elements apart"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed scales' rows are not 64 elements apart"
-// CHECK: %[[ZBUF:.+]] = bufferization.to_memref %[[Z]] read_only {kiln.read_by = {{.*}}} : memref<2x3x64xui8, strided<[?, ?, 1], offset: ?>>
+// CHECK: %[[ZBUF:.+]] = bufferization.to_memref %[[Z]] read_only {kiln.read_by = {{.*}}} : memref<2x3x64xi8, strided<[?, ?, 1], offset: ?>>
 // CHECK: %[[ZPTR:.+]] = llvm.inttoptr
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the zero points are not laid out as the scales are"
 // CHECK: cf.assert %{{.+}}, "kiln.linear: the packed zero points' rows are not 64 elements apart"
