@@ -3,7 +3,8 @@
 // Times decode attention (one new token per sequence, a bias over the padded
 // past) with the past as dense tensors (kiln_ukernel_attention) and as the
 // generation engine's block pool read through tables
-// (kiln_ukernel_paged_attention), over 2 threads. Each timed call runs every
+// (kiln_ukernel_paged_attention), over 2 threads, with the pool in f32 and
+// in 16 bits (f16, bf16: kilnc --kv-dtype). Each timed call runs every
 // layer of a step, each on its own past, so that the pasts come from memory
 // as in a model's step rather than from the cache a single layer would stay
 // in. Built as build/bin/kiln-attention-bench; prints one line per shape:
@@ -16,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Attention.h"
+#include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <chrono>
@@ -97,6 +99,7 @@ void measure(int64_t batch, int64_t heads, int64_t kvHeads, int64_t past) {
     params.bias_strides[i] = biasStrides[i];
   }
   params.kv_cache = pool.data();
+  params.kv_cache_dtype = KILN_DTYPE_F32;
   params.num_blocks = blocks;
   params.num_layers = kLayers;
   params.block_size = kBlockSize;
@@ -105,15 +108,31 @@ void measure(int64_t batch, int64_t heads, int64_t kvHeads, int64_t past) {
   params.past_lengths = lengths.data();
   params.bias = bias.data();
   params.scale = 0.125;
-  const double pagedMs = bestMs([&] {
-    for (params.layer = 0; params.layer < kLayers; ++params.layer)
-      kiln_ukernel_paged_attention(&params);
-  }) / kLayers;
+  auto pagedMs = [&] {
+    return bestMs([&] {
+             for (params.layer = 0; params.layer < kLayers; ++params.layer)
+               kiln_ukernel_paged_attention(&params);
+           }) /
+           kLayers;
+  };
+  const double f32Ms = pagedMs();
+  // The same pool in 16 bits: half the bytes to read, widened as read.
+  std::vector<uint16_t> narrow(pool.size());
+  double narrowMs[2];
+  for (int bfloat = 0; bfloat < 2; ++bfloat) {
+    for (size_t i = 0; i < pool.size(); ++i)
+      narrow[i] = bfloat ? floatToBfloat16(pool[i]) : floatToHalf(pool[i]);
+    params.kv_cache = narrow.data();
+    params.kv_cache_dtype = bfloat ? KILN_DTYPE_BF16 : KILN_DTYPE_F16;
+    narrowMs[bfloat] = pagedMs();
+  }
   const double pastBytes = 2.0 * layerPast * sizeof(float);
   std::printf("batch %lld, %lld heads on %lld kv heads, past %lld: per layer dense %.3f ms "
-              "(%.1f GB/s), paged %.3f ms (%.1f GB/s), paged/dense %.2f\n",
+              "(%.1f GB/s), paged %.3f ms (%.1f GB/s), paged/dense %.2f; 16-bit pool: f16 "
+              "%.3f ms, bf16 %.3f ms, f32/f16 %.2f, f32/bf16 %.2f\n",
               (long long)batch, (long long)heads, (long long)kvHeads, (long long)past, denseMs,
-              pastBytes / denseMs / 1e6, pagedMs, pastBytes / pagedMs / 1e6, pagedMs / denseMs);
+              pastBytes / denseMs / 1e6, f32Ms, pastBytes / f32Ms / 1e6, f32Ms / denseMs,
+              narrowMs[0], narrowMs[1], f32Ms / narrowMs[0], f32Ms / narrowMs[1]);
 }
 
 } // namespace

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_KILNPAGEKVCACHE
@@ -57,6 +58,14 @@ struct PageKvCachePass : public impl::KilnPageKvCacheBase<PageKvCachePass> {
     };
     if (blockSize < 1)
       return fail("the block size must be at least 1");
+    MLIRContext *context = main.getContext();
+    Type poolElement = llvm::StringSwitch<Type>(kvDtype)
+                           .Case("f32", Float32Type::get(context))
+                           .Case("f16", Float16Type::get(context))
+                           .Case("bf16", BFloat16Type::get(context))
+                           .Default(Type());
+    if (!poolElement)
+      return fail("the KV dtype must be f32, f16 or bf16, not '" + Twine(kvDtype) + "'");
     Block &body = main.getBody().front();
     auto returnOp = cast<func::ReturnOp>(body.getTerminator());
 
@@ -140,9 +149,10 @@ struct PageKvCachePass : public impl::KilnPageKvCacheBase<PageKvCachePass> {
     if (ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(headDim))
       return fail("the past's head count and head size must be static, got ")
              << pastType;
-    MLIRContext *context = main.getContext();
+    if (!pastType.getElementType().isF32())
+      return fail("the past must be f32 to be paged, got ") << pastType;
     OpBuilder builder(context);
-    Type f32 = pastType.getElementType(), i64 = builder.getI64Type();
+    Type i64 = builder.getI64Type();
     const int64_t dynamic = ShapedType::kDynamic;
     auto dimsAttr = [&](ArrayRef<StringRef> names) {
       SmallVector<Attribute> attrs;
@@ -164,7 +174,8 @@ struct PageKvCachePass : public impl::KilnPageKvCacheBase<PageKvCachePass> {
     unsigned first = main.getNumArguments();
     (void)main.insertArgument(
         first,
-        RankedTensorType::get({dynamic, numLayers, 2, kvHeads, blockSize, headDim}, f32),
+        RankedTensorType::get({dynamic, numLayers, 2, kvHeads, blockSize, headDim},
+                              poolElement),
         argAttrs("kv_cache", dimsAttr({"kv_blocks", "", "", "", "", ""})), loc);
     (void)main.insertArgument(first + 1, RankedTensorType::get({dynamic, dynamic}, i64),
                               argAttrs("block_tables", dimsAttr({batchName, "kv_table"})),

@@ -83,7 +83,7 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
         {options.quantizeBits, options.quantizeGroupSize, options.quantizeLmHead,
          options.quantizeInputs}));
   if (options.pagedKvBlockSize > 0)
-    pm.addPass(createKilnPageKvCache({options.pagedKvBlockSize}));
+    pm.addPass(createKilnPageKvCache({options.pagedKvBlockSize, options.pagedKvDtype}));
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
 }
 

@@ -67,6 +67,8 @@ struct OptimizationOptions {
   /// generation engine's paged KV-cache interface with blocks of N tokens
   /// (kiln-page-kv-cache, last), which needs the fused attentions.
   int64_t pagedKvBlockSize = 0;
+  /// The paged pool's element type: "f32", "f16" or "bf16".
+  std::string pagedKvDtype = "f32";
   /// Static memory planning after bufferization (kiln-plan-memory); it
   /// belongs to each target's lowering pipeline.
   bool planMemory = true;

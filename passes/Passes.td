@@ -449,7 +449,8 @@ def KilnPageKvCache : Pass<"kiln-page-kv-cache", "mlir::ModuleOp"> {
       layers, 2, kv_heads, block-size, head_dim], `block_tables` [batch,
       kv_table] and `past_lengths` [batch] (i64);
     - each layer's `kiln.attention ... past` becomes a
-      `kiln.paged_attention` of that layer, reading a padded past as wide
+      `kiln.paged_attention` of that layer (the pool's element type is
+      `kv-dtype`'s), reading a padded past as wide
       as the attention mask's columns less the new tokens
       (dim(attention_mask, 1) - dim(input_ids, 1)), which is also what the
       graph's reads of the past's length become;
@@ -464,6 +465,9 @@ def KilnPageKvCache : Pass<"kiln-page-kv-cache", "mlir::ModuleOp"> {
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"16",
            "Tokens per block of the pool">,
+    Option<"kvDtype", "kv-dtype", "std::string", /*default=*/"\"f32\"",
+           "The pool's element type: f32, or f16 or bf16 (half the memory "
+           "and bytes read; the attention widens them to f32)">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -64,7 +64,8 @@ py::dict ioInfo(const kiln_io_info_t &info) {
   py::dict result;
   result["name"] = std::string(info.name);
   result["shape"] = shape;
-  result["dtype"] = numpyDtype(info.dtype);
+  // Kiln's name: bf16 has no numpy dtype, and the info must still exist.
+  result["dtype"] = std::string(kiln_dtype_name(info.dtype));
   result["dims"] = py::list();
   for (int32_t i = 0; i < info.rank; ++i)
     result["dims"].cast<py::list>().append(

@@ -548,10 +548,11 @@ LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &nod
 
 void registerQuantizedImporters(OpImporterRegistry &registry) {
   registry.add("com.microsoft.MatMulNBits", importMatMulNBits, 1);
-  // Opset 13 gave both per-axis scales; 19 and 21 added float8, 4- and
+  // Opset 10's scales are per tensor, and 13 added per-axis ones (a
+  // scalar scale reads the same in both); 19 and 21 added float8, 4- and
   // 16-bit types and blocks, which are refused by name.
-  registry.add("QuantizeLinear", importQuantizeLinear, 13);
-  registry.add("DequantizeLinear", importDequantizeLinear, 13);
+  registry.add("QuantizeLinear", importQuantizeLinear, 10);
+  registry.add("DequantizeLinear", importDequantizeLinear, 10);
   registry.add("DynamicQuantizeLinear", importDynamicQuantizeLinear, 11);
   registry.add("MatMulInteger", importMatMulInteger, 10);
   registry.add("QLinearMatMul", importQLinearMatMul, 10);

@@ -30,10 +30,11 @@ from ._kiln import KilnError, Tokenizer
 __all__ = ["InferenceSession", "NodeArg", "LLM", "SamplingParams", "RequestOutput",
            "CompletionOutput", "Tokenizer", "KilnError", "compile"]
 
-_ONNX_TYPES = {"float32": "tensor(float)", "float64": "tensor(double)",
-               "float16": "tensor(float16)", "int64": "tensor(int64)", "int32": "tensor(int32)",
-               "int16": "tensor(int16)", "int8": "tensor(int8)", "uint64": "tensor(uint64)",
-               "uint32": "tensor(uint32)", "uint16": "tensor(uint16)", "uint8": "tensor(uint8)",
+# Kiln's dtype names (kiln_dtype_name) as ONNX Runtime's NodeArg types.
+_ONNX_TYPES = {"f32": "tensor(float)", "f64": "tensor(double)", "f16": "tensor(float16)",
+               "bf16": "tensor(bfloat16)", "i64": "tensor(int64)", "i32": "tensor(int32)",
+               "i16": "tensor(int16)", "i8": "tensor(int8)", "u64": "tensor(uint64)",
+               "u32": "tensor(uint32)", "u16": "tensor(uint16)", "u8": "tensor(uint8)",
                "bool": "tensor(bool)"}
 
 
@@ -57,7 +58,7 @@ class InferenceSession:
 
     @staticmethod
     def _node_arg(info):
-        return NodeArg(info["name"], list(info["shape"]), _ONNX_TYPES[str(info["dtype"])])
+        return NodeArg(info["name"], list(info["shape"]), _ONNX_TYPES[info["dtype"]])
 
     def get_inputs(self) -> List[NodeArg]:
         return list(self._inputs)
@@ -277,6 +278,7 @@ def save_calibration_sets(directory, feeds: Sequence[Dict[str, np.ndarray]]) -> 
 
 def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]] = None,
             kv_cache: Optional[str] = None, kv_block_size: Optional[int] = None,
+            kv_dtype: Optional[str] = None,
             cpu: Optional[str] = None, disable: Sequence[str] = (),
             quantize: Optional[str] = None, quant_group_size: Optional[int] = None,
             quantize_lm_head: bool = False,
@@ -285,7 +287,8 @@ def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]
             report: Optional[str] = None, extra_args: Sequence[str] = ()) -> str:
     """Compiles an ONNX model into a Kiln artifact with kilnc. dims bounds
     symbolic dims ({"batch": (1, 8)}); kv_cache="paged" gives a decoder the
-    engine's paged KV interface; quantize="int8-weight" ("int4-weight")
+    engine's paged KV interface, whose pool kv_dtype="f16" or "bf16" stores
+    in 16 bits; quantize="int8-weight" ("int4-weight")
     stores the products' weights as int8 (4-bit values with zero points),
     quant_group_size rows per scale, the LM head too with
     quantize_lm_head; quantize="int8-dynamic" (W8A8) also quantizes each
@@ -305,7 +308,8 @@ def compile(onnx_path: str, output_path: str, *, dims: Optional[Dict[str, tuple]
         command = [_kilnc(), os.fspath(onnx_path), "-o", os.fspath(output_path)]
         for name, (low, high) in (dims or {}).items():
             command.append(f"--dim={name}={low}:{high}")
-        valued = {"--kv-cache": kv_cache, "--kv-block-size": kv_block_size, "--cpu": cpu,
+        valued = {"--kv-cache": kv_cache, "--kv-block-size": kv_block_size,
+                  "--kv-dtype": kv_dtype, "--cpu": cpu,
                   "--quantize": quantize, "--quant-group-size": quant_group_size,
                   "--calibration": calibration, "--calibration-method": calibration_method,
                   "--accuracy-budget": accuracy_budget, "--report": report}

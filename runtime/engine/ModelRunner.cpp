@@ -1,5 +1,7 @@
 #include "ModelRunner.h"
 
+#include "runtime/src/HalfFloat.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -70,6 +72,7 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
   std::map<int32_t, std::array<int32_t, 2>> pasts, presents, newRows;
   int32_t inputIds = -1, attentionMask = -1, positionIds = -1, logits = -1;
   int32_t kvCache = -1, blockTables = -1, pastLengths = -1;
+  kiln_dtype_t cacheDtype = KILN_DTYPE_F32;
   kiln_io_info_t info;
   auto expect = [&](kiln_dtype_t dtype, int32_t rank) {
     return info.dtype == dtype && info.rank == rank;
@@ -96,12 +99,14 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
         return fail("input 'past_lengths' is " + describe(info) + ", expected i64[batch]");
       pastLengths = i;
     } else if (name == "kv_cache") {
-      if (!expect(KILN_DTYPE_F32, 6) ||
+      if (!(expect(KILN_DTYPE_F32, 6) || expect(KILN_DTYPE_F16, 6) ||
+            expect(KILN_DTYPE_BF16, 6)) ||
           std::any_of(info.dims + 1, info.dims + 6,
                       [](const kiln_dim_t &dim) { return dim.size < 0; }))
         return fail("input 'kv_cache' is " + describe(info) +
-                    ", expected f32[kv_blocks, layers, 2, kv_heads, block_size, "
-                    "head_dim], static but for the blocks");
+                    ", expected f32, f16 or bf16 [kv_blocks, layers, 2, kv_heads, "
+                    "block_size, head_dim], static but for the blocks");
+      cacheDtype = info.dtype;
       kvCache = i;
     } else if (layer >= 0) {
       if (!expect(KILN_DTYPE_F32, 4) || info.dims[1].size < 0 || info.dims[3].size < 0)
@@ -230,6 +235,7 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
   runner->positionIds_ = positionIds;
   runner->logits_ = logits;
   runner->kvCache_ = kvCache;
+  runner->cacheDtype_ = cacheDtype;
   runner->blockTables_ = blockTables;
   runner->pastLengths_ = pastLengths;
   runner->pastInputs_ = std::move(kvInputs);
@@ -242,19 +248,31 @@ ModelRunner::~ModelRunner() { kiln_session_release(session_); }
 
 size_t ModelRunner::blockBytes(int32_t blockSize) const {
   return (size_t)shape_.numLayers * 2 * shape_.numKvHeads * blockSize *
-         shape_.headDim * sizeof(float);
+         shape_.headDim * kiln_dtype_size(cacheDtype_);
 }
 
 void ModelRunner::allocateCache(int32_t numBlocks, int32_t blockSize) {
   blockSize_ = blockSize;
-  cache_.assign(blockBytes(blockSize) / sizeof(float) * numBlocks, 0.0f);
+  cache_.assign(blockBytes(blockSize) * numBlocks, 0);
 }
 
-float *ModelRunner::cacheAt(BlockId block, int32_t layer, int32_t kv,
-                            int32_t head, int32_t slot) {
+char *ModelRunner::cacheAt(BlockId block, int32_t layer, int32_t kv,
+                           int32_t head, int32_t slot) {
   size_t index = (((size_t)block * shape_.numLayers + layer) * 2 + kv);
   index = (index * shape_.numKvHeads + head) * blockSize_ + slot;
-  return cache_.data() + index * shape_.headDim;
+  return cache_.data() + index * shape_.headDim * kiln_dtype_size(cacheDtype_);
+}
+
+void ModelRunner::storeRows(const float *values, size_t count, char *to) const {
+  if (cacheDtype_ == KILN_DTYPE_F32) {
+    std::memcpy(to, values, count * sizeof(float));
+    return;
+  }
+  const bool bfloat = cacheDtype_ == KILN_DTYPE_BF16;
+  for (size_t i = 0; i < count; ++i) {
+    const uint16_t narrow = bfloat ? rt::floatToBfloat16(values[i]) : rt::floatToHalf(values[i]);
+    std::memcpy(to + 2 * i, &narrow, sizeof narrow);
+  }
 }
 
 void ModelRunner::gatherPast(const std::vector<const ScheduledRequest *> &group,
@@ -321,9 +339,8 @@ void ModelRunner::scatterNewRows(const std::vector<const ScheduledRequest *> &gr
             int32_t token = start + t;
             int32_t slot = token % blockSize_;
             int32_t run = std::min<int64_t>(blockSize_ - slot, newTokens - t);
-            std::memcpy(cacheAt(request.blocks[token / blockSize_], layer, kv,
-                                head, slot),
-                        rows + (size_t)t * dim, sizeof(float) * run * dim);
+            storeRows(rows + (size_t)t * dim, (size_t)run * dim,
+                      cacheAt(request.blocks[token / blockSize_], layer, kv, head, slot));
             t += run;
           }
         }
@@ -377,10 +394,10 @@ std::string ModelRunner::runGroup(const std::vector<const ScheduledRequest *> &g
          {batch, shape_.numKvHeads, past, shape_.headDim}, pasts_[p].data(),
          sizeof(float) * batch * shape_.numKvHeads * past * shape_.headDim);
   if (paged) {
-    const int64_t numBlocks = (int64_t)(cache_.size() * sizeof(float) / blockBytes(blockSize_));
-    bind(kvCache_, KILN_DTYPE_F32,
+    const int64_t numBlocks = (int64_t)(cache_.size() / blockBytes(blockSize_));
+    bind(kvCache_, cacheDtype_,
          {numBlocks, shape_.numLayers, 2, shape_.numKvHeads, blockSize_, shape_.headDim},
-         cache_.data(), cache_.size() * sizeof(float));
+         cache_.data(), cache_.size());
     bind(blockTables_, KILN_DTYPE_I64, {batch, tableWidth_}, tables_.data(),
          tables_.size() * sizeof(int64_t));
     bind(pastLengths_, KILN_DTYPE_I64, {batch}, lengths_.data(),

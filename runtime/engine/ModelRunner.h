@@ -67,8 +67,11 @@ private:
   /// tokens; appends their logits rows.
   std::string runGroup(const std::vector<const ScheduledRequest *> &group,
                        std::vector<float> &logits);
-  float *cacheAt(BlockId block, int32_t layer, int32_t kv, int32_t head,
-                 int32_t slot);
+  /// Where a row of the pool starts, in the pool's dtype.
+  char *cacheAt(BlockId block, int32_t layer, int32_t kv, int32_t head,
+                int32_t slot);
+  /// Writes `count` f32 values at `to` in the pool's dtype.
+  void storeRows(const float *values, size_t count, char *to) const;
   void gatherPast(const std::vector<const ScheduledRequest *> &group,
                   int64_t past);
   /// The paged interface's tables and lengths for the group.
@@ -89,7 +92,10 @@ private:
   std::vector<int32_t> kvOutputs_;  // presents or new rows, [layer * 2 + kv]
 
   int32_t blockSize_ = 0;
-  std::vector<float> cache_; // [block][layer][kv][head][slot][headDim]
+  // The paged interface's pool dtype: f32, or 16 bits (kilnc --kv-dtype).
+  // The dense interface keeps f32 rows.
+  kiln_dtype_t cacheDtype_ = KILN_DTYPE_F32;
+  std::vector<char> cache_; // [block][layer][kv][head][slot][headDim]
   // Scratch of the run, reused across steps.
   std::vector<int64_t> ids_, mask_, positions_, tables_, lengths_;
   int64_t tableWidth_ = 1;

@@ -30,6 +30,7 @@
 #include "runtime/src/Attention.h"
 
 #include "runtime/src/Gemm.h"
+#include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
 #include "runtime/src/VectorMath.h"
 
@@ -112,20 +113,56 @@ struct Presents {
 /// A past read through the generation engine's block tables instead of a
 /// dense tensor (kernel_abi.h, kiln_paged_attention_params_t).
 struct PagedPast {
-  const float *cache;
+  const void *cache;
+  kiln_dtype_t dtype; // f32, or f16/bf16 widened as they are read
   int64_t numLayers, layer, blockSize;
   const int64_t *tables;
   int64_t tableStride;
   const int64_t *lengths;
   int64_t width; // the padded past's columns in the masks
 
-  /// Row `slot` of block `block`'s keys (kv 0) or values (kv 1) of `head`.
-  const float *rows(int64_t block, int64_t kv, int64_t kvHeads, int64_t head,
-                    int64_t headDim) const {
+  bool narrow() const { return dtype != KILN_DTYPE_F32; }
+  /// The first of block `block`'s rows of keys (kv 0) or values (kv 1) of
+  /// `head`, each headDim elements of the pool's dtype.
+  const char *rows(int64_t block, int64_t kv, int64_t kvHeads, int64_t head,
+                   int64_t headDim) const {
     int64_t index = ((block * numLayers + layer) * 2 + kv) * kvHeads + head;
-    return cache + index * blockSize * headDim;
+    return static_cast<const char *>(cache) +
+           index * blockSize * headDim * (narrow() ? 2 : 4);
   }
 };
+
+/// `count` 16-bit floats (f16, or bf16 when `bfloat`) at `from` widened to
+/// f32 at `to`, W at a time. A bf16 is an f32's upper half. An f16's
+/// exponent and fraction move to f32's places and the value is scaled by
+/// 2^112, which rebiases the exponent (15 to 127) and makes a subnormal
+/// half's f32 denormal a normal f32; inf and NaN then take the all-ones
+/// exponent back.
+template <int W>
+KILN_ALWAYS_INLINE void widenRow(const uint16_t *from, int64_t count, bool bfloat,
+                                 float *to) {
+  using F = typename Vec<W>::F;
+  using U = typename Vec<W>::U;
+  typedef uint16_t Halves __attribute__((vector_size(W * sizeof(uint16_t))));
+  int64_t i = 0;
+  for (; i + W <= count; i += W) {
+    Halves halves;
+    __builtin_memcpy(&halves, from + i, sizeof halves);
+    const U bits = __builtin_convertvector(halves, U);
+    U wide;
+    if (bfloat) {
+      wide = bits << 16;
+    } else {
+      const U magnitude = (bits & 0x7FFF) << 13;
+      const U scaled = (U)((F)magnitude * 0x1p112f);
+      wide = (magnitude >= (0x7C00u << 13) ? scaled | 0x7F800000u : scaled) |
+             ((bits & 0x8000) << 16);
+    }
+    __builtin_memcpy(to + i, &wide, sizeof wide);
+  }
+  for (; i < count; ++i)
+    to[i] = bfloat ? bfloat16ToFloat(from[i]) : halfToFloat(from[i]);
+}
 
 struct Problem {
   int64_t batch, heads, kvHeads, qLen, headDim, valueDim;
@@ -585,6 +622,8 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   float *kt = scratch;
   float *vPacked = kt + p.headDim * kKeyBlock;
   float *acc = vPacked + kKeyBlock * accWidth;
+  // A 16-bit pool's rows of one key block, widened: keys, then values.
+  float *widened = acc + kTileRows * accWidth;
   std::fill(acc, acc + count * accWidth, 0.0f);
   float m[kTileRows];
   F l[kTileRows];
@@ -659,15 +698,21 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
         const int64_t poolBlock = table[t / paged->blockSize];
         const int64_t slot = t % paged->blockSize;
         const int64_t run = std::min(paged->blockSize - slot, t0 + keys - t);
-        const float *k =
-            paged->rows(poolBlock, 0, p.kvHeads, kvHead, p.headDim) +
-            slot * p.headDim;
-        const float *v =
-            paged->rows(poolBlock, 1, p.kvHeads, kvHead, p.headDim) +
-            slot * p.headDim;
-        for (int64_t i = 0; i < run; ++i) {
-          block.k[t - t0 + i] = k + i * p.headDim;
-          block.v[t - t0 + i] = v + i * p.headDim;
+        for (int kv = 0; kv < 2; ++kv) {
+          const char *first = paged->rows(poolBlock, kv, p.kvHeads, kvHead, p.headDim);
+          const float **into = kv ? block.v : block.k;
+          if (!paged->narrow()) {
+            const float *rows = reinterpret_cast<const float *>(first) + slot * p.headDim;
+            for (int64_t i = 0; i < run; ++i)
+              into[t - t0 + i] = rows + i * p.headDim;
+            continue;
+          }
+          // 16-bit rows are widened into this block's scratch rows.
+          float *wide = widened + (kv * kKeyBlock + (t - t0)) * p.headDim;
+          widenRow<W>(reinterpret_cast<const uint16_t *>(first) + slot * p.headDim,
+                      run * p.headDim, paged->dtype == KILN_DTYPE_BF16, wide);
+          for (int64_t i = 0; i < run; ++i)
+            into[t - t0 + i] = wide + i * p.headDim;
         }
         t += run;
       }
@@ -702,8 +747,10 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
 template <int W>
 KILN_ALWAYS_INLINE void runTiles(const Problem &p, int64_t begin, int64_t end) {
   const int64_t accWidth = ceilDiv(p.valueDim, W) * W;
+  const bool widens = p.paged && p.paged->narrow();
   float *scratch = threadScratch(p.headDim * kKeyBlock + kKeyBlock * accWidth +
-                                 kTileRows * accWidth);
+                                 kTileRows * accWidth +
+                                 (widens ? 2 * kKeyBlock * p.headDim : 0));
   const int64_t perKvHead = p.tilesPerKvHead();
   const int64_t rowsPerKvHead = p.group() * p.qLen;
   for (int64_t tile = begin; tile < end; ++tile) {
@@ -873,10 +920,18 @@ kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params) {
                      "outside the cache");
     }
   }
-  const PagedPast paged = {a.kv_cache,     a.num_layers,
-                           a.layer,        a.block_size,
-                           a.block_tables, a.block_table_stride,
-                           a.past_lengths, a.past_width};
+  if (a.kv_cache_dtype != KILN_DTYPE_F32 && a.kv_cache_dtype != KILN_DTYPE_F16 &&
+      a.kv_cache_dtype != KILN_DTYPE_BF16)
+    kiln_rt_trap("kiln.paged_attention: the cache's dtype is not f32, f16 or bf16");
+  const PagedPast paged = {a.kv_cache,
+                           static_cast<kiln_dtype_t>(a.kv_cache_dtype),
+                           a.num_layers,
+                           a.layer,
+                           a.block_size,
+                           a.block_tables,
+                           a.block_table_stride,
+                           a.past_lengths,
+                           a.past_width};
   const auto strides = [](const int64_t (&s)[4]) {
     return Strides{s[0], s[1], s[2], s[3]};
   };

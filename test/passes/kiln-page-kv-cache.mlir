@@ -1,4 +1,6 @@
 // RUN: kiln-opt %s --kiln-page-kv-cache=block-size=8 | FileCheck %s
+// RUN: kiln-opt %s --kiln-page-kv-cache="block-size=8 kv-dtype=f16" | FileCheck %s --check-prefix=F16
+// RUN: kiln-opt %s --kiln-page-kv-cache="block-size=8 kv-dtype=bf16" | FileCheck %s --check-prefix=BF16
 // The cases where it does not fire are in kiln-page-kv-cache-errors.mlir.
 
 // Tests that a decoder layer with the optimum KV interface (its past absorbed
@@ -26,6 +28,12 @@
 //  CHECK-SAME: layer = 0 : i64
 //   CHECK-NOT: kiln.attention
 //       CHECK: return %[[O]], %[[K]], %[[V]], %[[WIDTH]], %[[BATCH]]
+
+// Tests that kv-dtype sets the pool's element type, which the paged
+// attention reads as it is (the new rows stay f32).
+//      F16: tensor<?x1x2x2x8x16xf16> {kiln.dims = ["kv_blocks", "", "", "", "", ""], kiln.name = "kv_cache"}
+//      F16: kiln.paged_attention {{.*}} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x2x2x8x16xf16>
+//      BF16: kiln.paged_attention {{.*}} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x1x2x2x8x16xbf16>
 func.func @main(%ids: tensor<?x?xi64> {kiln.dims = ["batch", "sequence"], kiln.name = "input_ids"},
                 %mask: tensor<?x?xi64> {kiln.dims = ["batch", "total_sequence"], kiln.name = "attention_mask"},
                 %q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>,

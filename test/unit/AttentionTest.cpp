@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Attention.h"
 #include "runtime/src/Gemm.h"
+#include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
 #include "test/unit/PerIsaTest.h"
 
@@ -777,16 +778,35 @@ TEST_P(AttentionTest, ThreadCountDoesNotChangeResults) {
 // layer 1 of 2, blocks out of order), gives what the dense kernel gives for
 // the same rows right-aligned in a padded past whose front the bias masks:
 // for decode and prefill rows, grouped heads, an empty past, a past that
-// ends inside a block and one that fills the padded width.
-TEST_P(AttentionTest, PagedPastMatchesTheDensePast) {
-  const int64_t batch = 3, heads = 4, kvHeads = 2, dim = 16, width = 40;
+// ends inside a block and one that fills the padded width. A pool of f16
+// or bf16 rows (head size 20: whole vectors and a scalar tail) gives what
+// the dense kernel gives for those rows widened to f32.
+using PagedAttentionTest = PerIsaTestOf<std::tuple<GemmIsa, kiln_dtype_t>>;
+
+TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
+  const kiln_dtype_t dtype = std::get<1>(GetParam());
+  const int64_t batch = 3, heads = 4, kvHeads = 2, width = 40;
+  const int64_t dim = dtype == KILN_DTYPE_F32 ? 16 : 20;
   const int64_t blockSize = 8, layers = 2, layer = 1, blocks = 20;
   const int64_t lengths[batch] = {0, 37, 40};
   std::mt19937 rng(21);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  // The pool as the kernel reads it (`stored`), and its values in f32.
   std::vector<float> pool(blocks * layers * 2 * kvHeads * blockSize * dim);
-  for (float &x : pool)
-    x = uniform(rng);
+  std::vector<uint16_t> narrow(dtype == KILN_DTYPE_F32 ? 0 : pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) {
+    // Some f16 subnormals (below 6.1e-5) among the values.
+    pool[i] = i % 7 == 3 ? uniform(rng) * 1e-5f : uniform(rng);
+    if (dtype == KILN_DTYPE_F16) {
+      narrow[i] = floatToHalf(pool[i]);
+      pool[i] = halfToFloat(narrow[i]);
+    } else if (dtype == KILN_DTYPE_BF16) {
+      narrow[i] = floatToBfloat16(pool[i]);
+      pool[i] = bfloat16ToFloat(narrow[i]);
+    }
+  }
+  const void *stored = narrow.empty() ? static_cast<const void *>(pool.data())
+                                      : static_cast<const void *>(narrow.data());
   // Block i of sequence b is pool block (7 * (b * 5 + i) + 3) % 20: no two
   // the same, none in order.
   const int64_t tableWidth = 5;
@@ -850,7 +870,8 @@ TEST_P(AttentionTest, PagedPastMatchesTheDensePast) {
       params.k_strides[d] = params.v_strides[d] = kvs[d];
       params.bias_strides[d] = bs[d];
     }
-    params.kv_cache = pool.data();
+    params.kv_cache = stored;
+    params.kv_cache_dtype = dtype;
     params.num_blocks = blocks;
     params.num_layers = layers;
     params.layer = layer;
@@ -865,6 +886,15 @@ TEST_P(AttentionTest, PagedPastMatchesTheDensePast) {
       ASSERT_NEAR(paged[i], dense[i], 1e-5f) << "q_len " << qLen << ", element " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    AllIsasAndPoolDtypes, PagedAttentionTest,
+    ::testing::Combine(::testing::Values(GemmIsa::Generic, GemmIsa::Avx2, GemmIsa::Avx512),
+                       ::testing::Values(KILN_DTYPE_F32, KILN_DTYPE_F16, KILN_DTYPE_BF16)),
+    [](const auto &info) {
+      return std::string(gemmIsaName(std::get<0>(info.param))) + "_" +
+             kiln_dtype_name(std::get<1>(info.param));
+    });
 
 KILN_INSTANTIATE_PER_ISA(AttentionTest);
 

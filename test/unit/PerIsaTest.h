@@ -13,23 +13,34 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 
 namespace kiln::rt {
 
-class PerIsaTest : public ::testing::TestWithParam<GemmIsa> {
+/// The parameter is the ISA, or a tuple whose first member is.
+template <typename Param> class PerIsaTestOf : public ::testing::TestWithParam<Param> {
 protected:
   void SetUp() override {
-    if (GetParam() > detectGemmIsa())
-      GTEST_SKIP() << "this CPU lacks " << gemmIsaName(GetParam())
+    const GemmIsa isa = isaOf(this->GetParam());
+    if (isa > detectGemmIsa())
+      GTEST_SKIP() << "this CPU lacks " << gemmIsaName(isa)
                    << " (or KILN_ISA forces a lower ISA)";
     previousIsa_ = activeGemmIsa();
-    setGemmIsa(GetParam());
+    setGemmIsa(isa);
   }
   void TearDown() override { setGemmIsa(previousIsa_); }
 
 private:
+  static GemmIsa isaOf(GemmIsa isa) { return isa; }
+  template <typename... Rest>
+  static GemmIsa isaOf(const std::tuple<GemmIsa, Rest...> &param) {
+    return std::get<0>(param);
+  }
+
   GemmIsa previousIsa_ = GemmIsa::Generic;
 };
+
+using PerIsaTest = PerIsaTestOf<GemmIsa>;
 
 /// Instantiates the PerIsaTest subclass `Suite` for every ISA, named after it.
 #define KILN_INSTANTIATE_PER_ISA(Suite)                                        \

@@ -116,6 +116,12 @@ cl::opt<int64_t> kvBlockSize("kv-block-size",
                              cl::desc("Tokens per block of a paged KV cache"),
                              cl::init(16), cl::cat(kilncCategory));
 
+cl::opt<std::string> kvDtype(
+    "kv-dtype",
+    cl::desc("The element type a paged KV cache stores: f32, or f16 or bf16 "
+             "(half the memory per token; attention widens them to f32)"),
+    cl::init("f32"), cl::cat(kilncCategory));
+
 enum class Quantization { None, Int8, Int8Weight, Int4Weight, Int8Dynamic };
 cl::opt<Quantization> quantize(
     "quantize", cl::desc("Quantize the weights"), cl::init(Quantization::None),
@@ -345,8 +351,17 @@ int main(int argc, char **argv) {
       return failStage("reading the options", "--disable: " + optionsError);
   if (kvBlockSize < 1 || kvBlockSize > 4096)
     return failStage("reading the options", "--kv-block-size must be in [1, 4096]");
-  if (kvCache == KvCacheKind::Paged)
+  if (kvDtype != "f32" && kvDtype != "f16" && kvDtype != "bf16")
+    return failStage("reading the options",
+                     "--kv-dtype must be f32, f16 or bf16, not '" + kvDtype + "'");
+  if (kvDtype.getNumOccurrences() && kvCache != KvCacheKind::Paged)
+    return failStage("reading the options",
+                     "--kv-dtype sets a paged KV cache's element type: it needs "
+                     "--kv-cache=paged");
+  if (kvCache == KvCacheKind::Paged) {
     compileOptions.optimizations.pagedKvBlockSize = kvBlockSize;
+    compileOptions.optimizations.pagedKvDtype = kvDtype;
+  }
   if (quantize != Quantization::None) {
     const bool dynamic = quantize == Quantization::Int8Dynamic;
     const bool calibrated = quantize == Quantization::Int8;

@@ -297,7 +297,12 @@ struct PagedAttentionLowering : public OpConversionPattern<PagedAttentionOp> {
                                 qBuffer.sizes[2], qBuffer.sizes[3], width};
     for (const UkernelBuffer *buffer : {&qBuffer, &kBuffer, &vBuffer})
       appendBuffer(rewriter, loc, buffer, slots);
-    slots.append({cacheBuffer.pointer, cacheBuffer.sizes[0],
+    Type cacheElement = cacheType.getElementType();
+    const kiln_dtype_t cacheDtype = cacheElement.isF16()    ? KILN_DTYPE_F16
+                                    : cacheElement.isBF16() ? KILN_DTYPE_BF16
+                                                            : KILN_DTYPE_F32;
+    slots.append({cacheBuffer.pointer, i64Constant(rewriter, loc, cacheDtype),
+                  cacheBuffer.sizes[0],
                   i64Constant(rewriter, loc, cacheType.getDimSize(1)),
                   i64Constant(rewriter, loc, op.getLayer()),
                   i64Constant(rewriter, loc, cacheType.getDimSize(4)),

@@ -437,6 +437,13 @@ LogicalResult PagedAttentionOp::verify() {
     return emitOpError() << "the cache must have rank 6 [blocks, layers, 2, "
                          << "kv_heads, block_size, head_dim], got "
                          << getCache().getType();
+  Type element = cast<ShapedType>(getQuery().getType()).getElementType();
+  Type cacheElement = cast<ShapedType>(getCache().getType()).getElementType();
+  if (cacheElement != element &&
+      !(element.isF32() && (cacheElement.isF16() || cacheElement.isBF16())))
+    return emitOpError() << "the cache holds the query's element type, or f16 or "
+                         << "bf16 for an f32 query; got " << cacheElement
+                         << " for " << element;
   if (rankOf(getBlockTables()) != 2)
     return emitOpError() << "the block tables must have rank 2 [batch, "
                          << "blocks], got " << getBlockTables().getType();

@@ -597,7 +597,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
 }
 
 def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
-    AttrSizedOperandSegments, AllElementTypesMatch<["query", "key", "value", "cache", "result"]>]> {
+    AttrSizedOperandSegments, AllElementTypesMatch<["query", "key", "value", "result"]>]> {
   let summary = "attention whose past keys and values are read from a paged pool";
   let description = [{
     `kiln.attention` with a past, for the generation engine: the past keys
@@ -610,6 +610,8 @@ def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
     sequence b's cached rows are columns [past_width - past_lengths[b],
     past_width), and the columns in front of them hold no key (they take no
     weight). No presents: the engine stores the new rows in its blocks.
+    The pool holds the query's element type, or, for an f32 query, f16 or
+    bf16 (`kilnc --kv-dtype`): half the memory, widened to f32 as read.
     `kiln-page-kv-cache` makes it from a `kiln.attention` whose past is a
     graph input.
 

@@ -9,6 +9,8 @@
 #ifndef KILN_KERNEL_ABI_H
 #define KILN_KERNEL_ABI_H
 
+#include "runtime.h" /* kiln_dtype_t */
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -23,7 +25,9 @@ extern "C" {
  * (b, h, t, d). The pool KV_CACHE is dense [blocks, num_layers, 2, kv_heads,
  * block_size, head_dim] (2: key, value); sequence b's cached token t is in
  * block BLOCK_TABLES[b * block_table_stride + t / block_size], row
- * t % block_size, for t < PAST_LENGTHS[b]. The masks (KEEP, BIAS, strided
+ * t % block_size, for t < PAST_LENGTHS[b]. KV_CACHE_DTYPE (a kiln_dtype_t)
+ * is KILN_DTYPE_F32, or KILN_DTYPE_F16 or KILN_DTYPE_BF16 for a pool that
+ * stores keys and values in 16 bits, which the kernel widens as it reads. The masks (KEEP, BIAS, strided
  * over [batch, heads, q_len, past_width + q_len], either may be NULL) see a
  * padded past of PAST_WIDTH columns: sequence b's cached rows are columns
  * [past_width - past_lengths[b], past_width) and the new rows follow; the
@@ -38,7 +42,8 @@ typedef struct kiln_paged_attention_params_s {
   int64_t k_strides[4];
   const float *v;
   int64_t v_strides[4];
-  const float *kv_cache;
+  const void *kv_cache;
+  int64_t kv_cache_dtype;
   int64_t num_blocks, num_layers, layer, block_size;
   const int64_t *block_tables;
   int64_t block_table_stride, block_table_width;
@@ -53,7 +58,7 @@ typedef struct kiln_paged_attention_params_s {
   int64_t out_strides[4];
 } kiln_paged_attention_params_t;
 
-#define KILN_PAGED_ATTENTION_SLOTS 47
+#define KILN_PAGED_ATTENTION_SLOTS 48
 
 /* How kiln_linear_params_t's WEIGHT_DTYPE stores a weight. F32 and I8
  * have kiln_dtype_t's codes; 4-bit values are never a tensor's element

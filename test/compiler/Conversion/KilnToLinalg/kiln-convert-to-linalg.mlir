@@ -2450,10 +2450,10 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // -----
 
 // Tests that paged attention becomes a call of the runtime's paged attention
-// microkernel on one parameter struct (kiln/kernel_abi.h): 47 i64 slots on
-// the stack, filled in declaration order (slots 23 to 25 the pool's layer
-// count 2, the layer 1 and the block size 8; 41 the scale as a double's
-// bits),
+// microkernel on one parameter struct (kiln/kernel_abi.h): 48 i64 slots on
+// the stack, filled in declaration order (slot 22 the pool's dtype, 1 for
+// f32; 24 to 26 the pool's layer count 2, the layer 1 and the block size
+// 8; 42 the scale as a double's bits),
 // after the padded past's width is checked and the masks are checked
 // against it plus the new rows.
 
@@ -2467,16 +2467,18 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // CHECK: bufferization.to_memref %[[LENGTHS]] read_only
 // CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f64
 // CHECK: %[[BITS:.+]] = arith.bitcast %[[SCALE]] : f64 to i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<47xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<48xi64>
 // CHECK: memref.store %{{.+}}, %[[PARAMS]]
 // CHECK: memref.store %[[W]], %[[PARAMS]]
-// CHECK: %{{.+}} = arith.constant 23 : index
-// CHECK-NEXT: memref.store %c2_i64{{(_[0-9]+)?}}, %[[PARAMS]]
-// CHECK-NEXT: %{{.+}} = arith.constant 24 : index
+// CHECK: %{{.+}} = arith.constant 22 : index
 // CHECK-NEXT: memref.store %c1_i64{{(_[0-9]+)?}}, %[[PARAMS]]
+// CHECK: %{{.+}} = arith.constant 24 : index
+// CHECK-NEXT: memref.store %c2_i64{{(_[0-9]+)?}}, %[[PARAMS]]
 // CHECK-NEXT: %{{.+}} = arith.constant 25 : index
+// CHECK-NEXT: memref.store %c1_i64{{(_[0-9]+)?}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 26 : index
 // CHECK-NEXT: memref.store %c8_i64{{(_[0-9]+)?}}, %[[PARAMS]]
-// CHECK: %{{.+}} = arith.constant 41 : index
+// CHECK: %{{.+}} = arith.constant 42 : index
 // CHECK-NEXT: memref.store %[[BITS]], %[[PARAMS]]
 // CHECK: call @kiln_ukernel_paged_attention(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
@@ -2486,6 +2488,34 @@ func.func @paged_attention(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %
                            %width: tensor<i64>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32> {
   %o = kiln.paged_attention %q, %k, %v cache %pool tables %tables lengths %lengths width %width bias %mask {layer = 1 : i64, scale = 2.500000e-01 : f32}
       : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a 16-bit pool passes its dtype in slot 22: 2 for f16
+// (KILN_DTYPE_F16), 3 for bf16.
+
+// CHECK-LABEL: func.func @paged_attention_f16_pool
+// CHECK: bufferization.to_memref %{{.+}} read_only {{.*}} : memref<?x2x2x2x8x16xf16
+// CHECK: %{{.+}} = arith.constant 22 : index
+// CHECK-NEXT: memref.store %c2_i64{{(_[0-9]+)?}}, %{{.+}}
+// CHECK: call @kiln_ukernel_paged_attention
+// CHECK-LABEL: func.func @paged_attention_bf16_pool
+// CHECK: %{{.+}} = arith.constant 22 : index
+// CHECK-NEXT: memref.store %c3_i64{{(_[0-9]+)?}}, %{{.+}}
+func.func @paged_attention_f16_pool(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>,
+                                    %pool: tensor<?x2x2x2x8x16xf16>, %tables: tensor<?x?xi64>, %lengths: tensor<?xi64>,
+                                    %width: tensor<i64>) -> tensor<?x4x?x16xf32> {
+  %o = kiln.paged_attention %q, %k, %v cache %pool tables %tables lengths %lengths width %width {layer = 0 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xf16>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+func.func @paged_attention_bf16_pool(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x16xf32>,
+                                     %pool: tensor<?x2x2x2x8x16xbf16>, %tables: tensor<?x?xi64>, %lengths: tensor<?xi64>,
+                                     %width: tensor<i64>) -> tensor<?x4x?x16xf32> {
+  %o = kiln.paged_attention %q, %k, %v cache %pool tables %tables lengths %lengths width %width {layer = 0 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x2x2x8x16xbf16>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
 

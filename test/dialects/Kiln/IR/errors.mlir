@@ -1576,6 +1576,18 @@ func.func @paged_attention_layer(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf
 
 // -----
 
+// Tests that the cache holds the query's element type, or 16 bits for an
+// f32 query: not f64.
+func.func @paged_attention_cache_type(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf32>, %pool: tensor<?x2x2x2x8x16xf64>,
+                                      %tables: tensor<1x?xi64>, %lengths: tensor<1xi64>, %width: tensor<i64>) -> tensor<1x4x1x16xf32> {
+  // expected-error @+1 {{'kiln.paged_attention' op the cache holds the query's element type, or f16 or bf16 for an f32 query; got 'f64' for 'f32'}}
+  %o = kiln.paged_attention %q, %k, %k cache %pool tables %tables lengths %lengths width %width {layer = 0 : i64, scale = 1.0 : f32}
+      : (tensor<1x4x1x16xf32>, tensor<1x2x1x16xf32>, tensor<1x2x1x16xf32>, tensor<?x2x2x2x8x16xf64>, tensor<1x?xi64>, tensor<1xi64>, tensor<i64>) -> tensor<1x4x1x16xf32>
+  return %o : tensor<1x4x1x16xf32>
+}
+
+// -----
+
 // Tests that a negative layer is none of the cache's either.
 func.func @paged_attention_negative_layer(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x1x16xf32>, %pool: tensor<?x2x2x2x8x16xf32>,
                                           %tables: tensor<1x?xi64>, %lengths: tensor<1xi64>, %width: tensor<i64>) -> tensor<1x4x1x16xf32> {
