@@ -218,7 +218,7 @@ std::optional<SmallVector<Shape>> inferShapes(Operation *op) {
             broadcast({shapeOf(expand.getInput()), requested});
         return shape ? one(*shape) : std::nullopt;
       })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>([&](auto reduce) {
         Shape input = shapeOf(reduce.getInput()), shape;
         for (auto [dim, size] : llvm::enumerate(input)) {
           if (!llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(dim)))

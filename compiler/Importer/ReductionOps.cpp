@@ -2,7 +2,8 @@
 //
 // ReduceSum takes its axes as an input from opset 13, the other reductions
 // from opset 18 (an attribute before); both normalize to kiln's sorted axes
-// attribute.
+// attribute. ReduceMin and ReduceProd are kiln ops of their own; the sum of
+// squares, L1 and L2 norms, log-sum and log-sum-exp are built on a sum.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ComputedAxes.h"
@@ -58,16 +59,16 @@ Value computedAxesReduce(ImportContext &ctx, const onnx::NodeProto &node, Value 
                                  reduced, keptDims(m, dims, named, rank, kept), false);
 }
 
-/// `axesInputSince`: the first opset in which the op's axes are its second
-/// input rather than an attribute.
+/// `x` reduced by OpTy along `node`'s axes (its attribute, or its second
+/// input from opset `axesInputSince` on), as `node` says: keepdims, and
+/// noop_with_empty_axes (then `x` itself).
 template <typename OpTy, int64_t axesInputSince>
-LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
-  auto x = ctx.requiredInput(node, 0);
-  auto keepDims = ctx.intAttr(node, "keepdims", 1);
+FailureOr<Value> reduceAlong(ImportContext &ctx, const onnx::NodeProto &node, Value x,
+                             bool keepDims) {
   auto noopWithEmptyAxes = ctx.intAttr(node, "noop_with_empty_axes", 0);
-  if (failed(x) || failed(keepDims) || failed(noopWithEmptyAxes))
+  if (failed(noopWithEmptyAxes))
     return failure();
-  auto inputType = cast<RankedTensorType>(x->getType());
+  auto inputType = cast<RankedTensorType>(x.getType());
   int64_t rank = inputType.getRank();
 
   SmallVector<int64_t> axes;
@@ -78,12 +79,8 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
       return failure();
     if (*count > rank)
       return ctx.error(node) << "cannot reduce " << *count << " axes of " << inputType;
-    if (*count > 0) {
-      ctx.setOutput(node, 0,
-                    computedAxesReduce<OpTy>(ctx, node, *x, ctx.input(node, 1), *count,
-                                             *keepDims != 0));
-      return success();
-    }
+    if (*count > 0)
+      return computedAxesReduce<OpTy>(ctx, node, x, ctx.input(node, 1), *count, keepDims);
   } else {
     auto listed = ctx.intsAttrOrConstantInput(node, 1, "axes", axesInputSince,
                                               "read only when constant");
@@ -92,10 +89,8 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
     axes = listed->value_or(SmallVector<int64_t>());
   }
   if (axes.empty()) {
-    if (*noopWithEmptyAxes) {
-      ctx.setOutput(node, 0, *x);
-      return success();
-    }
+    if (*noopWithEmptyAxes)
+      return x;
     axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
   }
   auto normalized = ctx.normalizeAxes(node, axes, rank);
@@ -106,14 +101,79 @@ LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   for (int64_t i = 0; i < rank; ++i) {
     if (!llvm::is_contained(*normalized, i))
       shape.push_back(inputType.getDimSize(i));
-    else if (*keepDims)
+    else if (keepDims)
       shape.push_back(1);
   }
   OpBuilder &b = ctx.builder();
-  ctx.setOutput(node, 0,
-                b.create<OpTy>(ctx.loc(node), inputType.clone(shape), *x,
-                               b.getDenseI64ArrayAttr(*normalized),
-                               b.getBoolAttr(*keepDims != 0)));
+  return b
+      .create<OpTy>(ctx.loc(node), inputType.clone(shape), x,
+                    b.getDenseI64ArrayAttr(*normalized), b.getBoolAttr(keepDims))
+      .getResult();
+}
+
+template <typename OpTy, int64_t axesInputSince>
+LogicalResult importReduce(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto keepDims = ctx.intAttr(node, "keepdims", 1);
+  if (failed(x) || failed(keepDims))
+    return failure();
+  auto reduced = reduceAlong<OpTy, axesInputSince>(ctx, node, *x, *keepDims != 0);
+  if (failed(reduced))
+    return failure();
+  ctx.setOutput(node, 0, *reduced);
+  return success();
+}
+
+/// The reductions ONNX spells on top of a sum: each element mapped first,
+/// then the sums (ReduceL2 is the square root of the sum of squares).
+/// ReduceLogSumExp subtracts each slice's maximum before the exponentials
+/// and adds it back after the log, so that no exponential overflows. Over
+/// no axes (noop_with_empty_axes) each is its maps of the element alone.
+enum class SumReduction { SumSquare, L1, L2, LogSum, LogSumExp };
+
+template <SumReduction Kind>
+LogicalResult importSumReduction(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto keepDims = ctx.intAttr(node, "keepdims", 1);
+  if (failed(x) || failed(keepDims))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  const bool needsFloat = Kind == SumReduction::L2 || Kind == SumReduction::LogSum ||
+                          Kind == SumReduction::LogSumExp;
+  if (needsFloat && !isa<FloatType>(type.getElementType()))
+    return ctx.error(node) << "kiln computes it on floats only, got " << type;
+  OpBuilder &b = ctx.builder();
+  Location loc = ctx.loc(node);
+  auto maximum = [&](bool keep) {
+    return reduceAlong<ReduceMaxOp, 18>(ctx, node, *x, keep);
+  };
+  Value mapped = *x;
+  if (Kind == SumReduction::SumSquare || Kind == SumReduction::L2) {
+    mapped = b.create<MulOp>(loc, type, *x, *x);
+  } else if (Kind == SumReduction::L1) {
+    mapped = b.create<AbsOp>(loc, type, *x);
+  } else if (Kind == SumReduction::LogSumExp) {
+    auto shift = maximum(/*keep=*/true);
+    if (failed(shift))
+      return failure();
+    mapped = b.create<ExpOp>(loc, type, b.create<SubOp>(loc, type, *x, *shift));
+  }
+  auto sum = reduceAlong<ReduceSumOp, 18>(ctx, node, mapped, *keepDims != 0);
+  if (failed(sum))
+    return failure();
+  Value result = *sum;
+  if (Kind == SumReduction::L2) {
+    result = b.create<SqrtOp>(loc, result.getType(), result);
+  } else if (Kind == SumReduction::LogSum) {
+    result = b.create<LogOp>(loc, result.getType(), result);
+  } else if (Kind == SumReduction::LogSumExp) {
+    auto shift = maximum(*keepDims != 0);
+    if (failed(shift))
+      return failure();
+    result = b.create<AddOp>(loc, result.getType(),
+                             b.create<LogOp>(loc, result.getType(), result), *shift);
+  }
+  ctx.setOutput(node, 0, result);
   return success();
 }
 
@@ -264,6 +324,13 @@ void registerReductionImporters(OpImporterRegistry &registry) {
   registry.add("ReduceSum", importReduce<ReduceSumOp, 13>, 1);
   registry.add("ReduceMean", importReduce<ReduceMeanOp, 18>, 1);
   registry.add("ReduceMax", importReduce<ReduceMaxOp, 18>, 1);
+  registry.add("ReduceMin", importReduce<ReduceMinOp, 18>, 1);
+  registry.add("ReduceProd", importReduce<ReduceProdOp, 18>, 1);
+  registry.add("ReduceSumSquare", importSumReduction<SumReduction::SumSquare>, 1);
+  registry.add("ReduceL1", importSumReduction<SumReduction::L1>, 1);
+  registry.add("ReduceL2", importSumReduction<SumReduction::L2>, 1);
+  registry.add("ReduceLogSum", importSumReduction<SumReduction::LogSum>, 1);
+  registry.add("ReduceLogSumExp", importSumReduction<SumReduction::LogSumExp>, 1);
   registry.add("CumSum", importCumSum, 11);
   registry.add("ArgMax", importArgReduce<ArgMaxOp>, 1);
   registry.add("ArgMin", importArgReduce<ArgMinOp>, 1);

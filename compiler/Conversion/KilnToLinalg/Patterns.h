@@ -176,6 +176,8 @@ mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type type, double value);
 /// The lowest value of `type`: -inf for floats, the minimum for integers.
 mlir::Value lowestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
+/// The highest value of `type`: +inf for floats, the maximum for integers.
+mlir::Value highestValue(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
 /// The larger (smaller) of two scalars of one type: NaN-propagating for
 /// floats, signed or unsigned as the integer type says.
 mlir::Value maxOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, mlir::Value y);

@@ -35,6 +35,18 @@ Value emitMax(OpBuilder &b, Location loc, Value acc, Value x) {
   return maxOf(b, loc, acc, x);
 }
 
+Value emitMin(OpBuilder &b, Location loc, Value acc, Value x) {
+  if (isa<FloatType>(x.getType()))
+    return b.create<arith::MinimumFOp>(loc, acc, x, arith::FastMathFlags::reassoc);
+  return minOf(b, loc, acc, x);
+}
+
+Value emitMul(OpBuilder &b, Location loc, Value acc, Value x) {
+  if (isa<FloatType>(x.getType()))
+    return b.create<arith::MulFOp>(loc, acc, x, arith::FastMathFlags::reassoc);
+  return b.create<arith::MulIOp>(loc, acc, x);
+}
+
 template <typename ReduceOpTy>
 struct ReduceLowering : public OpConversionPattern<ReduceOpTy> {
   using OpConversionPattern<ReduceOpTy>::OpConversionPattern;
@@ -48,11 +60,24 @@ struct ReduceLowering : public OpConversionPattern<ReduceOpTy> {
     auto resultType = cast<RankedTensorType>(op.getType());
     Type elementType = resultType.getElementType();
     ArrayRef<int64_t> axes = op.getAxes();
-    constexpr bool isMax = std::is_same_v<ReduceOpTy, ReduceMaxOp>;
-    Value init = isMax ? lowestValue(rewriter, loc, elementType)
-                       : scalarConstant(rewriter, loc, elementType, 0);
-    Value result = reduce(rewriter, loc, input, axes, init, resultType,
-                          isMax ? emitMax : emitAdd);
+    // Each reduction from its identity: the lowest value for a maximum,
+    // the highest for a minimum, 1 for a product, 0 for a sum.
+    Value init;
+    ReduceFn combine;
+    if constexpr (std::is_same_v<ReduceOpTy, ReduceMaxOp>) {
+      init = lowestValue(rewriter, loc, elementType);
+      combine = emitMax;
+    } else if constexpr (std::is_same_v<ReduceOpTy, ReduceMinOp>) {
+      init = highestValue(rewriter, loc, elementType);
+      combine = emitMin;
+    } else if constexpr (std::is_same_v<ReduceOpTy, ReduceProdOp>) {
+      init = scalarConstant(rewriter, loc, elementType, 1);
+      combine = emitMul;
+    } else {
+      init = scalarConstant(rewriter, loc, elementType, 0);
+      combine = emitAdd;
+    }
+    Value result = reduce(rewriter, loc, input, axes, init, resultType, combine);
     if constexpr (std::is_same_v<ReduceOpTy, ReduceMeanOp>)
       result = divideByCount(rewriter, loc, input, axes, result);
     rewriter.replaceOp(op, result);
@@ -298,7 +323,8 @@ struct RmsNormDecomposition : public OpConversionPattern<RmsNormOp> {
 
 void populateReductionLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ReduceLowering<ReduceSumOp>, ReduceLowering<ReduceMeanOp>,
-               ReduceLowering<ReduceMaxOp>, SoftmaxDecomposition<SoftmaxOp>,
+               ReduceLowering<ReduceMaxOp>, ReduceLowering<ReduceMinOp>,
+               ReduceLowering<ReduceProdOp>, SoftmaxDecomposition<SoftmaxOp>,
                SoftmaxDecomposition<LogSoftmaxOp>, LayerNormDecomposition,
                RmsNormDecomposition, ArgReduceLowering<ArgMaxOp>,
                ArgReduceLowering<ArgMinOp>>(patterns.getContext());

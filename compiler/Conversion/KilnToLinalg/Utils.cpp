@@ -276,6 +276,17 @@ Value lowestValue(OpBuilder &b, Location loc, Type type) {
                                       : APInt::getSignedMinValue(width)));
 }
 
+Value highestValue(OpBuilder &b, Location loc, Type type) {
+  if (auto floatType = dyn_cast<FloatType>(type))
+    return b.create<arith::ConstantOp>(
+        loc, b.getFloatAttr(floatType, std::numeric_limits<double>::infinity()));
+  unsigned width = type.getIntOrFloatBitWidth();
+  return b.create<arith::ConstantOp>(
+      loc, b.getIntegerAttr(type, type.isUnsignedInteger()
+                                      ? APInt::getMaxValue(width)
+                                      : APInt::getSignedMaxValue(width)));
+}
+
 Value maxOf(OpBuilder &b, Location loc, Value x, Value y) {
   if (isa<FloatType>(x.getType()))
     return b.create<arith::MaximumFOp>(loc, x, y);

@@ -593,6 +593,8 @@ static LogicalResult verifyReduceOp(ReduceOp op) {
 LogicalResult ReduceSumOp::verify() { return verifyReduceOp(*this); }
 LogicalResult ReduceMeanOp::verify() { return verifyReduceOp(*this); }
 LogicalResult ReduceMaxOp::verify() { return verifyReduceOp(*this); }
+LogicalResult ReduceMinOp::verify() { return verifyReduceOp(*this); }
+LogicalResult ReduceProdOp::verify() { return verifyReduceOp(*this); }
 
 //===----------------------------------------------------------------------===//
 // Data movement and shape ops

@@ -643,6 +643,8 @@ def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "mean">;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max", "maximum">;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min", "minimum">;
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod", "product">;
 
 //===----------------------------------------------------------------------===//
 // Data movement and shape ops

@@ -851,6 +851,32 @@ func.func @reduce_max(%x: tensor<4x64xf32>, %i: tensor<4x64xi32>) -> (tensor<4x1
 
 // -----
 
+// Tests that reduce_min starts from +inf for floats and from the largest
+// value for integers (255 for ui8, whose minimum is unsigned), and
+// reduce_prod from 1.
+
+// CHECK-LABEL: func.func @reduce_min_prod
+// CHECK: %[[INF:.+]] = arith.constant 0x7F800000 : f32
+// CHECK: linalg.fill ins(%[[INF]] : f32)
+// CHECK: ^bb0(%[[IN:.+]]: f32, %[[ACC:.+]]: f32):
+// CHECK-NEXT: arith.minimumf %[[ACC]], %[[IN]] fastmath<reassoc> : f32
+// CHECK: %[[UMAX:.+]] = arith.constant -1 : i8
+// CHECK: linalg.fill ins(%[[UMAX]] : i8)
+// CHECK: ^bb0(%[[UIN:.+]]: i8, %[[UACC:.+]]: i8):
+// CHECK-NEXT: arith.minui %[[UACC]], %[[UIN]] : i8
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ONE]] : f32)
+// CHECK: ^bb0(%[[PIN:.+]]: f32, %[[PACC:.+]]: f32):
+// CHECK-NEXT: arith.mulf %[[PACC]], %[[PIN]] fastmath<reassoc> : f32
+func.func @reduce_min_prod(%x: tensor<4x64xf32>, %u: tensor<4x64xui8>) -> (tensor<4xf32>, tensor<4xui8>, tensor<4xf32>) {
+  %m = kiln.reduce_min %x {axes = array<i64: 1>, keep_dims = false} : (tensor<4x64xf32>) -> tensor<4xf32>
+  %n = kiln.reduce_min %u {axes = array<i64: 1>, keep_dims = false} : (tensor<4x64xui8>) -> tensor<4xui8>
+  %p = kiln.reduce_prod %x {axes = array<i64: 1>, keep_dims = false} : (tensor<4x64xf32>) -> tensor<4xf32>
+  return %m, %n, %p : tensor<4xf32>, tensor<4xui8>, tensor<4xf32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Softmax and normalizations (decomposed into kiln ops, then lowered)
 //===----------------------------------------------------------------------===//
