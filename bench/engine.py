@@ -16,6 +16,9 @@
   step_cost, for the models export.py makes) at the read bandwidth and FMA
   peak kiln-roofline measures before and after (the highest stands).
 
+--kv-dtype f16|bf16 adds the paged build with a 16-bit pool (kilnc
+--kv-dtype) as a contender in the same KV bytes, and its decode-only step.
+
 --quantize MODE (and --quantize-lm-head) builds both artifacts quantized, as
 kilnc does with those options, and holds the decode step against that
 build's floor (bench/run.py's variants: int8, int4, w8a8, "_head").
@@ -91,6 +94,8 @@ def main():
                         help="build both artifacts quantized (kilnc --quantize)")
     parser.add_argument("--quantize-lm-head", action="store_true",
                         help="with --quantize, quantize the LM head too")
+    parser.add_argument("--kv-dtype", choices=["f16", "bf16"],
+                        help="also run a paged build whose pool stores 16-bit keys and values")
     parser.add_argument("--smoke", action="store_true",
                         help="a few short requests: the benchmark runs, no figures")
     args = parser.parse_args()
@@ -113,6 +118,13 @@ def main():
                          f"--dim=past_sequence=0:{max_len - 1}", *quantization])
     harness.run_command([args.kilnc, model_path, "-o", paged, "--kv-cache=paged", *bounds,
                          *quantization])
+    # (name, artifact) of the paged builds: f32 pool, and 16-bit if asked.
+    paged_builds = [("paged", paged)]
+    if args.kv_dtype:
+        narrow = os.path.join(args.work_dir, f"{args.model}.paged_{args.kv_dtype}.kiln")
+        harness.run_command([args.kilnc, model_path, "-o", narrow, "--kv-cache=paged",
+                             f"--kv-dtype={args.kv_dtype}", *bounds, *quantization])
+        paged_builds.append((f"paged_{args.kv_dtype}", narrow))
 
     rng = np.random.default_rng(0)
     vocab = vocab_size(model_path)
@@ -134,9 +146,12 @@ def main():
                "num_prompts": args.num_prompts,
                "input_len": args.input_len, "output_len": args.output_len,
                "kv_cache_bytes": kv_bytes, "longest": longest}
-    for name, build, batching in (("continuous", paged, "continuous"),
-                                  ("continuous_dense", artifact, "continuous"),
-                                  ("static", paged, "static")):
+    contenders = [("continuous", paged, "continuous"),
+                  ("continuous_dense", artifact, "continuous"),
+                  ("static", paged, "static")]
+    contenders += [("continuous_" + name, build, "continuous")
+                   for name, build in paged_builds[1:]]
+    for name, build, batching in contenders:
         out = harness.run_command([args.throughput, build, "--requests", requests_path,
                                    "--kv-cache-bytes", str(kv_bytes), "--batching", batching,
                                    "--threads", str(args.threads), "--json"])
@@ -159,7 +174,7 @@ def main():
         json.dump({"requests": decode}, f)
     engine_decode = {name: json.loads(harness.run_command(
         [args.throughput, build, "--requests", decode_path, "--threads", str(args.threads),
-         "--json"])) for name, build in (("paged", paged), ("dense", artifact))}
+         "--json"])) for name, build in paged_builds + [("dense", artifact)]}
     case_dir = os.path.join(args.work_dir, f"plain_32_1_{past}")
     os.makedirs(case_dir, exist_ok=True)
     flags = harness.save_inputs(harness.make_inputs(model_path, 32, 1, past, vocab=vocab), case_dir)
@@ -173,6 +188,8 @@ def main():
                               "engine_dense_batch": engine_decode["dense"]["decode_step_batch"],
                               "engine_dense_ms": engine_decode["dense"]["decode_step_ms"],
                               "plain_ms": plain["median_ms"]}
+    for name, _ in paged_builds[1:]:
+        results["decode_step"][f"engine_{name}_ms"] = engine_decode[name]["decode_step_ms"]
     architecture_path = os.path.join(args.work_dir, args.model + ".json")
     if os.path.exists(architecture_path):  # the architectures export.py wrote
         with open(architecture_path) as f:
@@ -192,8 +209,11 @@ def main():
           f"tokens), {args.threads} threads")
     print("| contender | s | requests/s | output tokens/s | peak concurrent | preemptions | KV waste |")
     print("|---|---|---|---|---|---|---|")
-    for name, r in (("kiln continuous, paged", c), ("kiln continuous, dense", cd),
-                    ("kiln static, paged", s)):
+    rows = [("kiln continuous, paged", c), ("kiln continuous, dense", cd),
+            ("kiln static, paged", s)]
+    rows += [(f"kiln continuous, {name} pool", results["continuous_" + name])
+             for name, _ in paged_builds[1:]]
+    for name, r in rows:
         waste = r["kv_waste_steady_state"]
         print(f"| {name} | {r['seconds']:.2f} | {r['requests_per_s']:.2f} | "
               f"{r['output_tokens_per_s']:.1f} | {r['peak_concurrent_sequences']} | "
@@ -208,6 +228,14 @@ def main():
     d = results["decode_step"]
     print(f"continuous paged / dense output tokens/s: "
           f"{c['output_tokens_per_s'] / cd['output_tokens_per_s']:.2f}")
+    for name, _ in paged_builds[1:]:
+        n = results["continuous_" + name]
+        narrow_ms = results["decode_step"][f"engine_{name}_ms"]
+        print(f"{name} / f32 pool, same KV bytes: output tokens/s "
+              f"{n['output_tokens_per_s'] / c['output_tokens_per_s']:.2f}, peak concurrent "
+              f"{n['peak_concurrent_sequences'] / c['peak_concurrent_sequences']:.2f}"
+              + (f", decode-only step {d['engine_ms'] / narrow_ms:.2f}x faster"
+                 if narrow_ms and d["engine_ms"] else ""))
     if d["engine_ms"] is not None and d["engine_dense_ms"] is not None:
         print(f"decode-only step, past {d['past']}: engine paged {d['engine_ms']:.2f} ms "
               f"(batch {d['engine_batch']}), dense {d['engine_dense_ms']:.2f} ms "

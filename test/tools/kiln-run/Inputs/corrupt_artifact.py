@@ -44,7 +44,7 @@ FIELDS = ("magic", "formatVersion", "headerSize", "fileSize", "manifestOffset",
           "checksum", "reserved")
 CHECKSUM_OFFSET = 72
 # The version this script's layout is written for (runtime/src/ArtifactFormat.h).
-FORMAT_VERSION = 8
+FORMAT_VERSION = 9
 
 # runtime/src/CpuFeatures.h's kCheckableCpuFeatures, each with its name in
 # /proc/cpuinfo's flags; the newest first, so the one picked is one this host
