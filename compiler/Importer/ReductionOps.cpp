@@ -21,7 +21,8 @@ namespace {
 /// A reduction along axes computed at run time: each dim in turn is
 /// reduced, kept as 1 and broadcast back where an axis names it (kiln.where
 /// picks), so that after the last every named dim holds the reduction of all
-/// of them (sums of sums, means of means, maxima of maxima); a slice then
+/// of them (sums of sums, means of means, maxima of maxima, and so on for
+/// minima and products); a slice then
 /// keeps one of it, and without keepdims a reshape drops those dims.
 /// Rank-many reductions of the whole input, for a form exporters do not
 /// write.

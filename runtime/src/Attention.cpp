@@ -13,7 +13,8 @@
 // A key block is read through a pointer per row of K and of V, so that one
 // loop serves a dense past and the generation engine's block pool
 // (kiln_ukernel_paged_attention), whose rows sit in scattered pool blocks and
-// are read there, in place.
+// are read there, in place; a pool of 16-bit rows (kilnc --kv-dtype) is
+// widened to f32 a key block at a time into scratch, and read there.
 //
 // The keys and values may come in two parts, a past (the KV cache) and the
 // new rows, which the kernel also writes out concatenated (the presents):
