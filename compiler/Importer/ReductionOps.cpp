@@ -148,13 +148,14 @@ LogicalResult importSumReduction(ImportContext &ctx, const onnx::NodeProto &node
   auto maximum = [&](bool keep) {
     return reduceAlong<ReduceMaxOp, 18>(ctx, node, *x, keep);
   };
+  FailureOr<Value> shift = failure(); // log-sum-exp's, kept dims
   Value mapped = *x;
   if (Kind == SumReduction::SumSquare || Kind == SumReduction::L2) {
     mapped = b.create<MulOp>(loc, type, *x, *x);
   } else if (Kind == SumReduction::L1) {
     mapped = b.create<AbsOp>(loc, type, *x);
   } else if (Kind == SumReduction::LogSumExp) {
-    auto shift = maximum(/*keep=*/true);
+    shift = maximum(/*keep=*/true);
     if (failed(shift))
       return failure();
     mapped = b.create<ExpOp>(loc, type, b.create<SubOp>(loc, type, *x, *shift));
@@ -168,7 +169,9 @@ LogicalResult importSumReduction(ImportContext &ctx, const onnx::NodeProto &node
   } else if (Kind == SumReduction::LogSum) {
     result = b.create<LogOp>(loc, result.getType(), result);
   } else if (Kind == SumReduction::LogSumExp) {
-    auto shift = maximum(*keepDims != 0);
+    // The maximum again without the reduced dims, unless they are kept.
+    if (!*keepDims)
+      shift = maximum(/*keep=*/false);
     if (failed(shift))
       return failure();
     result = b.create<AddOp>(loc, result.getType(),

@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Attention.h"
 
+#include "runtime/src/Dtype.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
@@ -129,7 +130,7 @@ struct PagedPast {
                    int64_t headDim) const {
     int64_t index = ((block * numLayers + layer) * 2 + kv) * kvHeads + head;
     return static_cast<const char *>(cache) +
-           index * blockSize * headDim * (narrow() ? 2 : 4);
+           index * blockSize * headDim * dtypeSize(dtype);
   }
 };
 

@@ -27,13 +27,14 @@ extern "C" {
  * block BLOCK_TABLES[b * block_table_stride + t / block_size], row
  * t % block_size, for t < PAST_LENGTHS[b]. KV_CACHE_DTYPE (a kiln_dtype_t)
  * is KILN_DTYPE_F32, or KILN_DTYPE_F16 or KILN_DTYPE_BF16 for a pool that
- * stores keys and values in 16 bits, which the kernel widens as it reads. The masks (KEEP, BIAS, strided
- * over [batch, heads, q_len, past_width + q_len], either may be NULL) see a
- * padded past of PAST_WIDTH columns: sequence b's cached rows are columns
- * [past_width - past_lengths[b], past_width) and the new rows follow; the
- * columns in front hold no key and take no weight. A length outside
- * [0, past_width], a table too narrow for it or a block id outside
- * [0, num_blocks) ends the run with an error (kiln_rt_trap). */
+ * stores keys and values in 16 bits, which the kernel widens as it reads.
+ * The masks (KEEP, BIAS, strided over [batch, heads, q_len, past_width +
+ * q_len], either may be NULL) see a padded past of PAST_WIDTH columns:
+ * sequence b's cached rows are columns [past_width - past_lengths[b],
+ * past_width) and the new rows follow; the columns in front hold no key and
+ * take no weight. A length outside [0, past_width], a table too narrow for
+ * it or a block id outside [0, num_blocks) ends the run with an error
+ * (kiln_rt_trap). */
 typedef struct kiln_paged_attention_params_s {
   int64_t batch, heads, kv_heads, q_len, head_dim, past_width;
   const float *q;
