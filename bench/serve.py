@@ -423,10 +423,14 @@ def main():
         json.dump(results, out, indent=2)
     if "rates" in results:
         plot(results, os.path.join(args.work_dir, "serve.png"))
-    # Sampled tokens may part from kiln-generate's where the batches differ
-    # (see docs/performance.md); the text of every answer must be its ids'.
+    # The kernels are batch-invariant (docs/architecture.md), so a seeded
+    # request's tokens are kiln-generate's however the server batched it;
+    # and the text of every answer must be its ids'.
     failures = []
     consistency = results.get("consistency")
+    if consistency and (consistency["stream_tokens_match_kiln_generate"] != consistency["requests"]
+                        or consistency["whole_tokens_match_kiln_generate"] != consistency["requests"]):
+        failures.append("a seeded answer's tokens are not kiln-generate's for the same seed")
     if consistency and args.tokenizer and (
             consistency["stream_text_is_decode_of_its_ids"] != consistency["requests"]
             or consistency["whole_text_is_decode_of_its_ids"] != consistency["requests"]):

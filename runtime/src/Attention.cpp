@@ -14,7 +14,10 @@
 // loop serves a dense past and the generation engine's block pool
 // (kiln_ukernel_paged_attention), whose rows sit in scattered pool blocks and
 // are read there, in place; a pool of 16-bit rows (kilnc --kv-dtype) is
-// widened to f32 a key block at a time into scratch, and read there.
+// widened to f32 a key block at a time into scratch, and read there. The
+// paged kernel is batch-invariant (see computeTile): its key blocks are
+// counted from the sequence's first key, cached or new, and a row is
+// computed the same way whatever shares its tile.
 //
 // The keys and values may come in two parts, a past (the KV cache) and the
 // new rows, which the kernel also writes out concatenated (the presents):
@@ -44,6 +47,7 @@ extern "C" void kiln_rt_trap(const char *message);
 #include <limits>
 #include <memory>
 #include <new>
+#include <vector>
 
 namespace kiln::rt {
 namespace {
@@ -496,60 +500,41 @@ softmaxStep(float *s, int64_t count, int64_t paddedCount, float &m,
   l += sum;
 }
 
-/// acc[r][e0:e0+C·W] += Σ_j p[r][j]·V[j][e0:...] for the R rows.
+/// acc[r][e0:e0+C·W] += Σ_j p[r][j]·V[j][e0:...] for the R rows, each
+/// element summing its keys in order, whatever R and C: a row's output
+/// must not depend on how many rows share its register block (batch
+/// invariance; see computeTile). One chain of FMAs per accumulator: with
+/// one row and four vectors that is four chains, as many as a 4-cycle FMA
+/// at one per cycle needs, and a decode step's V comes from memory anyway.
 template <int W, int R, int C>
 KILN_ALWAYS_INLINE void valueStrip(const float *p, int64_t count,
                                    const float *const *values, int64_t e0,
                                    float *acc, int64_t accWidth) {
   using F = typename Vec<W>::F;
-  // With few rows and columns, U keys at a time into separate sums: chains
-  // of dependent FMAs would otherwise wait on each other's latency.
-  constexpr int U = R * C >= 8 ? 1 : R * C >= 4 ? 2 : 4;
-  F sums[U][R][C];
+  F sums[R][C];
 #pragma GCC unroll 16
-  for (int u = 0; u < U; ++u)
+  for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c)
+      sums[r][c] = load<W>(acc + r * accWidth + c * W);
+  for (int64_t j = 0; j < count; ++j) {
+    F value[C];
 #pragma GCC unroll 16
-      for (int c = 0; c < C; ++c)
-        sums[u][r][c] = u == 0 ? load<W>(acc + r * accWidth + c * W) : F{};
-  int64_t j = 0;
-  for (; j + U <= count; j += U) {
-#pragma GCC unroll 16
-    for (int u = 0; u < U; ++u) {
-      F value[C];
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c)
-        value[c] = load<W>(values[j + u] + e0 + c * W);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) {
-        const F weight = splat<W>(p[r * kKeyBlock + j + u]);
-#pragma GCC unroll 16
-        for (int c = 0; c < C; ++c)
-          sums[u][r][c] += weight * value[c];
-      }
-    }
-  }
-  for (; j < count; ++j)
+    for (int c = 0; c < C; ++c)
+      value[c] = load<W>(values[j] + e0 + c * W);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const F weight = splat<W>(p[r * kKeyBlock + j]);
 #pragma GCC unroll 16
       for (int c = 0; c < C; ++c)
-        sums[0][r][c] += weight * load<W>(values[j] + e0 + c * W);
+        sums[r][c] += weight * value[c];
     }
-#pragma GCC unroll 16
-  for (int u = 1; u < U; ++u)
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r)
-#pragma GCC unroll 16
-      for (int c = 0; c < C; ++c)
-        sums[0][r][c] += sums[u][r][c];
+  }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
     for (int c = 0; c < C; ++c)
-      store<W>(acc + r * accWidth + c * W, sums[0][r][c]);
+      store<W>(acc + r * accWidth + c * W, sums[r][c]);
 }
 
 /// Adds the R rows' weighted block of V (accWidth readable floats a row) to
@@ -639,9 +624,12 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   const KeyValueRows cache = {p.kvLen(), p.presents.k, p.presents.ks,
                               p.presents.v, p.presents.vs};
   const bool readsCache = appends && p.presents.k && p.presents.v;
-  // Few rows score the keys in place; more share one transposed copy.
-  const bool keysInPlace =
-      count <= kInPlaceRows && p.qs.d == 1 && p.headDim % W == 0;
+  // Few rows score the keys in place; more share one transposed copy. The
+  // two round differently, so a paged problem (the generation engine's,
+  // which must be batch-invariant) decides by the layout alone: a row's
+  // scores must not depend on how many rows share its tile.
+  const bool keysInPlace = (p.paged || count <= kInPlaceRows) && p.qs.d == 1 &&
+                           p.headDim % W == 0;
   BlockRows block;
   // Attends to the `keys` rows of `block` (their elements kd and vd apart),
   // which are columns [at, at + keys) of the masks. Forced inline, as is
@@ -689,17 +677,28 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
   };
 
   if (const PagedPast *paged = p.paged) {
-    // The cached rows, right-aligned in the padded past (the columns in
-    // front hold no key), a key block at a time, read where they lie in
-    // their pool blocks.
+    // Keys [0, length) are the cached rows, read where they lie in their
+    // pool blocks, and keys [length, length + qLen) the new rows. They are
+    // attended to in blocks of kKeyBlock counted from key 0, whatever the
+    // split between the two, so that a row's online softmax adds the same
+    // blocks in the same order however the engine cut its sequence into
+    // steps (batch invariance: the keys past a row's own are masked, and
+    // add exact zeros). Key t is column width - length + t of the masks:
+    // the cached rows are right-aligned in the padded past, whose front
+    // columns hold no key.
     const int64_t length = paged->lengths[b];
+    const int64_t total = length + p.current.length;
     const int64_t *table = paged->tables + b * paged->tableStride;
-    for (int64_t t0 = 0; t0 < length; t0 += kKeyBlock) {
-      const int64_t keys = std::min(kKeyBlock, length - t0);
-      for (int64_t t = t0; t < t0 + keys;) {
+    const KeyValueRows &fresh = p.current; // contiguous rows (freshRows)
+    const float *freshK = fresh.k + b * fresh.ks.b + kvHead * fresh.ks.h;
+    const float *freshV = fresh.v + b * fresh.vs.b + kvHead * fresh.vs.h;
+    for (int64_t t0 = 0; t0 < total; t0 += kKeyBlock) {
+      const int64_t keys = std::min(kKeyBlock, total - t0);
+      const int64_t cached = std::clamp<int64_t>(length - t0, 0, keys);
+      for (int64_t t = t0; t < t0 + cached;) {
         const int64_t poolBlock = table[t / paged->blockSize];
         const int64_t slot = t % paged->blockSize;
-        const int64_t run = std::min(paged->blockSize - slot, t0 + keys - t);
+        const int64_t run = std::min(paged->blockSize - slot, t0 + cached - t);
         for (int kv = 0; kv < 2; ++kv) {
           const char *first = paged->rows(poolBlock, kv, p.kvHeads, kvHead, p.headDim);
           const float **into = kv ? block.v : block.k;
@@ -718,9 +717,12 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
         }
         t += run;
       }
+      for (int64_t t = t0 + cached; t < t0 + keys; ++t) {
+        block.k[t - t0] = freshK + (t - length) * fresh.ks.t;
+        block.v[t - t0] = freshV + (t - length) * fresh.vs.t;
+      }
       attendBlock(keys, 1, 1, paged->width - length + t0);
     }
-    attendSegment(p.current, paged->width);
   } else if (readsCache) {
     attendSegment(cache, 0);
   } else {
@@ -793,6 +795,43 @@ TileRunner tileRunnerFor(GemmIsa isa) {
   default:
     return runTilesGeneric;
   }
+}
+
+/// A parameter struct's strides (b, h, t, d).
+Strides stridesOf(const int64_t (&s)[4]) { return {s[0], s[1], s[2], s[3]}; }
+
+/// The paged kernel's new rows as its tiles read them: contiguous rows
+/// ([batch, kv heads, q_len, head_dim]) and, with a 16-bit pool, rounded to
+/// the pool's precision, as the engine stores them. Every key a row
+/// attends to then has the precision it has in the pool, whether it came in
+/// the row's own step or an earlier one, and is read a whole row at a time
+/// (batch invariance; see computeTile). An f32 pool's contiguous rows are
+/// used where they are; others are written to `storage`.
+KeyValueRows freshRows(const kiln_paged_attention_params_t &a,
+                       std::vector<float> &storage) {
+  const kiln_dtype_t dtype = static_cast<kiln_dtype_t>(a.kv_cache_dtype);
+  if (dtype == KILN_DTYPE_F32 && a.k_strides[3] == 1 && a.v_strides[3] == 1)
+    return {a.q_len, a.k, stridesOf(a.k_strides), a.v, stridesOf(a.v_strides)};
+  const int64_t rows = a.batch * a.kv_heads * a.q_len, dim = a.head_dim;
+  storage.resize(2 * rows * dim);
+  for (int kv = 0; kv < 2; ++kv) {
+    const float *from = kv ? a.v : a.k;
+    const int64_t(&s)[4] = kv ? a.v_strides : a.k_strides;
+    float *to = storage.data() + kv * rows * dim;
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.kv_heads; ++h)
+        for (int64_t t = 0; t < a.q_len; ++t, to += dim) {
+          const float *row = from + b * s[0] + h * s[1] + t * s[2];
+          for (int64_t d = 0; d < dim; ++d) {
+            const float x = row[d * s[3]];
+            to[d] = dtype == KILN_DTYPE_F16    ? halfToFloat(floatToHalf(x))
+                    : dtype == KILN_DTYPE_BF16 ? bfloat16ToFloat(floatToBfloat16(x))
+                                               : x;
+          }
+        }
+  }
+  const Strides contiguous = {a.kv_heads * a.q_len * dim, a.q_len * dim, dim, 1};
+  return {a.q_len, storage.data(), contiguous, storage.data() + rows * dim, contiguous};
 }
 
 /// Runs a problem on the pool: the part both entry points share.
@@ -925,6 +964,9 @@ kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params) {
   if (a.kv_cache_dtype != KILN_DTYPE_F32 && a.kv_cache_dtype != KILN_DTYPE_F16 &&
       a.kv_cache_dtype != KILN_DTYPE_BF16)
     kiln_rt_trap("kiln.paged_attention: the cache's dtype is not f32, f16 or bf16");
+  // The new rows as the tiles read them (freshRows); this thread's, since
+  // the tiles' own scratch is threadScratch.
+  thread_local std::vector<float> freshStorage;
   const PagedPast paged = {a.kv_cache,
                            static_cast<kiln_dtype_t>(a.kv_cache_dtype),
                            a.num_layers,
@@ -934,9 +976,6 @@ kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params) {
                            a.block_table_stride,
                            a.past_lengths,
                            a.past_width};
-  const auto strides = [](const int64_t (&s)[4]) {
-    return Strides{s[0], s[1], s[2], s[3]};
-  };
   Problem problem{a.batch,
                   a.heads,
                   a.kv_heads,
@@ -944,17 +983,17 @@ kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params) {
                   a.head_dim,
                   a.head_dim,
                   a.q,
-                  strides(a.q_strides),
+                  stridesOf(a.q_strides),
                   {0, nullptr, {}, nullptr, {}},
-                  {a.q_len, a.k, strides(a.k_strides), a.v, strides(a.v_strides)},
+                  freshRows(a, freshStorage),
                   a.keep,
-                  strides(a.keep_strides),
+                  stridesOf(a.keep_strides),
                   static_cast<float>(a.masked_value),
                   a.bias,
-                  strides(a.bias_strides),
+                  stridesOf(a.bias_strides),
                   static_cast<float>(a.scale),
                   a.out,
-                  strides(a.out_strides),
+                  stridesOf(a.out_strides),
                   {nullptr, {}, nullptr, {}}};
   problem.paged = &paged;
   solve(problem);

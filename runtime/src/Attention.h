@@ -61,7 +61,12 @@ extern "C" __attribute__((visibility("default"))) void kiln_ukernel_attention(
 
 /// The same attention with the past read from the generation engine's paged
 /// pool (kernel_abi.h says where each row is); no presents are written: the
-/// engine stores the new rows itself.
+/// engine stores the new rows itself. With a 16-bit pool the new rows are
+/// rounded to its precision before they are attended to, as the engine
+/// stores them. Batch-invariant: a row's output is the same bits whatever
+/// the step's other rows and sequences, and wherever its sequence's past
+/// ends (a prompt in chunks, decode steps, a recomputation), so that a
+/// seeded request draws the same tokens in any batch.
 extern "C" __attribute__((visibility("default"))) void
 kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params);
 

@@ -363,11 +363,6 @@ void computeTile(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   }
 }
 
-/// The rows of B a strip of directCols columns passes through every group
-/// of kDirectRows rows of A in: 1024 rows of 64 columns are 256 KB, in L2
-/// on any x86-64 with AVX2 or more.
-constexpr int64_t kDirectDepth = 1024;
-
 /// C = (accumulate ? C : 0) + A·B, then the epilogue, for m <=
 /// kStreamedRows and B not transposed: one strip of directCols columns at a
 /// time, each strip through every group of kDirectRows rows while it is in
@@ -378,11 +373,12 @@ constexpr int64_t kDirectDepth = 1024;
 void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
                 int64_t m, int64_t n, ThreadPool *pool) {
   const int64_t strips = ceilDiv(n, kernel.directCols);
-  // One group of rows reads each strip once, whole. Several read it
-  // kDirectDepth rows at a time, each piece through every group while in
-  // L2: a whole strip of a deep B (Llama's down projection, K = 8192: 2 MB)
-  // would leave L2 before the next group reads it.
-  const int64_t depth = m > detail::kDirectRows ? kDirectDepth : g.k;
+  // Each strip is read a piece of the packed kernel's kc rows at a time,
+  // each piece through every group of rows while in L2 (a whole strip of a
+  // deep B, Llama's down projection with K = 8192, is 2 MB), its sums added
+  // to C's: the packed kernel's blocks of k, so that both sum a row in the
+  // same order (batch invariance).
+  const int64_t depth = kernel.kc;
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t strip = begin; strip < end; ++strip) {
       const int64_t j = strip * kernel.directCols;

@@ -100,7 +100,15 @@ struct GemmEpilogue {
 /// when k == 0). C must not overlap A, B or the epilogue's operands. Splits
 /// large products over `pool`; nullptr runs on the calling thread.
 /// Accumulates in f32 (with FMA where the ISA has it), in the same order
-/// whatever the pool, so results do not depend on the thread count.
+/// whatever the pool, so results do not depend on the thread count; and
+/// batch-invariant: every path (direct or packed, any row count) sums a row
+/// of C over k in the ISA's blocks of GemmMicrokernel::kc, each block's
+/// products in order from 0 and the blocks added to C in order, so that a
+/// row's bits do not depend on how many rows share the product, nor which.
+/// The generation engine batches whatever requests are running, and a
+/// seeded request must draw the same tokens in any batch.
+/// sgemmQuantizedWeight is not, on AVX-512: its direct kernels for one or
+/// two rows scale a group's sums where taller products scale each value.
 void sgemm(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
            const float *b, int64_t ldb, GemmLayout bLayout, float *c,
            int64_t ldc, ThreadPool *pool, bool accumulate = false,

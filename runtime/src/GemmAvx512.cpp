@@ -199,12 +199,14 @@ sumOf(const float *a, int64_t count) {
   return _mm512_reduce_add_ps(sum);
 }
 
-/// The accumulators of up to 4 rows × 4 zmm of C. One row has only
-/// kDirectVectors of them, each FMA waiting on the last: too few to keep two
-/// FMA pipes busy, so it sums even and odd steps of k apart and adds them at
-/// the end.
-template <int Rows, bool Masked> struct DirectTile {
-  static constexpr int Chains = Rows == 1 ? 2 : 1;
+/// The accumulators of up to 4 rows × 4 zmm of C, each summing its steps of
+/// k in order, as the packed kernel does: a row of C is the same bits
+/// whatever rows share its product (batch invariance, Gemm.h). With Chains
+/// = 2 the even and odd steps are summed apart and added at the end, which
+/// keeps two FMA pipes busy on one row's kDirectVectors accumulators but
+/// rounds differently; only the quantized kernels' group sums, which are not
+/// batch-invariant anyway, use it.
+template <int Rows, bool Masked, int Chains = 1> struct DirectTile {
   __mmask16 mask[kDirectVectors];
   __m512 acc[Chains][Rows][kDirectVectors];
 
@@ -299,7 +301,8 @@ avx512DirectQuantizedRows(int64_t k, const float *a, int64_t lda,
     for (int q = 0; q < kDirectVectors; ++q)
       rows.scales[q] = GroupScales::at<Format>(groups, q * kLanes);
     if constexpr (kScaleSums) {
-      DirectTile<Rows, Masked> group(cols);
+      constexpr int kChains = Rows == 1 ? 2 : 1;
+      DirectTile<Rows, Masked, kChains> group(cols);
       group.accumulate(a, lda, groups.begin, groups.end, rows);
       for (int r = 0; r < Rows; ++r) {
         __m512 sumOfA = _mm512_setzero_ps();
@@ -307,7 +310,7 @@ avx512DirectQuantizedRows(int64_t k, const float *a, int64_t lda,
           sumOfA = _mm512_set1_ps(
               sumOf(a + r * lda + groups.begin, groups.end - groups.begin));
         for (int q = 0; q < kDirectVectors; ++q) {
-          for (int chain = 0; chain < tile.Chains; ++chain)
+          for (int chain = 0; chain < kChains; ++chain)
             tile.acc[0][r][q] = _mm512_fmadd_ps(group.acc[chain][r][q],
                                                 rows.scales[q].scale, tile.acc[0][r][q]);
           if constexpr (Format != QuantizedFormat::Int8)

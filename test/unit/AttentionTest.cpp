@@ -780,7 +780,8 @@ TEST_P(AttentionTest, ThreadCountDoesNotChangeResults) {
 // for decode and prefill rows, grouped heads, an empty past, a past that
 // ends inside a block and one that fills the padded width. A pool of f16
 // or bf16 rows (head size 20: whole vectors and a scalar tail) gives what
-// the dense kernel gives for those rows widened to f32.
+// the dense kernel gives for those rows widened to f32, and the new rows
+// rounded to the pool's precision.
 using PagedAttentionTest = PerIsaTestOf<std::tuple<GemmIsa, kiln_dtype_t>>;
 
 TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
@@ -825,6 +826,14 @@ TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
     for (auto *x : {&q, &k, &v})
       for (float &e : *x)
         e = uniform(rng);
+    // The paged kernel rounds the new rows to a 16-bit pool's precision
+    // before it attends to them; the dense one is given them so rounded.
+    std::vector<float> kRounded = k, vRounded = v;
+    for (auto *x : {&kRounded, &vRounded})
+      for (float &e : *x)
+        e = dtype == KILN_DTYPE_F16    ? halfToFloat(floatToHalf(e))
+            : dtype == KILN_DTYPE_BF16 ? bfloat16ToFloat(floatToBfloat16(e))
+                                       : e;
     // The dense past: each sequence's rows right-aligned, zeros in front.
     std::vector<float> pastK(batch * kvHeads * width * dim, 0.0f), pastV(pastK.size(), 0.0f);
     for (int64_t b = 0; b < batch; ++b)
@@ -849,8 +858,9 @@ TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
     std::vector<float> dense(q.size()), paged(q.size(), kNaN);
     kiln_ukernel_attention(batch, heads, kvHeads, qLen, width, qLen, dim, dim, q.data(),
                            qs[0], qs[1], qs[2], qs[3], pastK.data(), ps[0], ps[1], ps[2],
-                           ps[3], k.data(), kvs[0], kvs[1], kvs[2], kvs[3], pastV.data(),
-                           ps[0], ps[1], ps[2], ps[3], v.data(), kvs[0], kvs[1], kvs[2],
+                           ps[3], kRounded.data(), kvs[0], kvs[1], kvs[2], kvs[3],
+                           pastV.data(), ps[0], ps[1], ps[2], ps[3], vRounded.data(),
+                           kvs[0], kvs[1], kvs[2],
                            kvs[3], nullptr, 0, 0, 0, 0, 0.0f, bias.data(), bs[0], bs[1],
                            bs[2], bs[3], 0.25f, dense.data(), qs[0], qs[1], qs[2], qs[3],
                            nullptr, 0, 0, 0, 0, nullptr, 0, 0, 0, 0);
@@ -884,6 +894,183 @@ TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
     kiln_ukernel_paged_attention(&params);
     for (size_t i = 0; i < dense.size(); ++i)
       ASSERT_NEAR(paged[i], dense[i], 1e-5f) << "q_len " << qLen << ", element " << i;
+  }
+}
+
+/// Sequences whose keys and values sit in a paged pool as the engine's (a
+/// shuffled table each, the rows rounded to the pool's dtype), with every
+/// row's query, key and value in f32, to run kiln_ukernel_paged_attention
+/// steps over them: the past from the pool, the new rows as the projection
+/// gives them (token-major, f32).
+struct PagedSequences {
+  static constexpr int64_t kHeads = 4, kKvHeads = 2, kBlockSize = 16;
+  kiln_dtype_t dtype;
+  int64_t dim, tableWidth;
+  std::vector<int64_t> lengths;
+  std::vector<std::vector<float>> q, k, v; // [t][head][dim] per sequence
+  std::vector<float> pool;                 // f32, or 16-bit pairs
+  std::vector<uint16_t> narrow;
+  std::vector<int64_t> tables;             // [sequence][tableWidth]
+
+  PagedSequences(kiln_dtype_t dtype, int64_t dim, std::vector<int64_t> lengths,
+                 std::mt19937 &rng)
+      : dtype(dtype), dim(dim), lengths(std::move(lengths)) {
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    tableWidth = 0;
+    int64_t blocks = 0;
+    for (int64_t length : this->lengths) {
+      tableWidth = std::max(tableWidth, ceilDiv(length, kBlockSize));
+      blocks += ceilDiv(length, kBlockSize);
+    }
+    std::vector<int64_t> order(blocks);
+    for (int64_t i = 0; i < blocks; ++i)
+      order[i] = i;
+    std::shuffle(order.begin(), order.end(), rng);
+    tables.assign(this->lengths.size() * tableWidth, 0);
+    pool.assign(blocks * 2 * kKvHeads * kBlockSize * dim, 0.0f);
+    int64_t used = 0;
+    for (size_t s = 0; s < this->lengths.size(); ++s) {
+      const int64_t length = this->lengths[s];
+      for (int64_t i = 0; i < ceilDiv(length, kBlockSize); ++i)
+        tables[s * tableWidth + i] = order[used++];
+      for (auto *rows : {&q, &k, &v}) {
+        const int64_t heads = rows == &q ? kHeads : kKvHeads;
+        rows->emplace_back(length * heads * dim);
+        for (float &x : rows->back())
+          x = uniform(rng);
+      }
+      for (int64_t t = 0; t < length; ++t)
+        for (int64_t kv = 0; kv < 2; ++kv)
+          for (int64_t h = 0; h < kKvHeads; ++h)
+            std::memcpy(poolRow(s, kv, h, t), &(kv ? v : k)[s][(t * kKvHeads + h) * dim],
+                        dim * sizeof(float));
+    }
+    if (dtype == KILN_DTYPE_F32)
+      return;
+    narrow.resize(pool.size());
+    for (size_t i = 0; i < pool.size(); ++i)
+      narrow[i] = dtype == KILN_DTYPE_F16 ? floatToHalf(pool[i]) : floatToBfloat16(pool[i]);
+  }
+
+  float *poolRow(size_t s, int64_t kv, int64_t h, int64_t t) {
+    const int64_t block = tables[s * tableWidth + t / kBlockSize];
+    return &pool[(((block * 2 + kv) * kKvHeads + h) * kBlockSize + t % kBlockSize) * dim];
+  }
+
+  /// One step: each entry {sequence, past} computes its sequence's rows
+  /// [past, past + qLen) against its first `past` rows, in the pool, and
+  /// the new ones; the padded past is as wide as the longest, each
+  /// sequence's right-aligned in it, the padding and the future masked by
+  /// the lowest float, as exports mask them. Returns the outputs,
+  /// [entry][t][head][dim].
+  std::vector<float> step(const std::vector<std::pair<size_t, int64_t>> &entries,
+                          int64_t qLen) const {
+    const int64_t batch = static_cast<int64_t>(entries.size());
+    int64_t width = 0;
+    for (const auto &[s, past] : entries)
+      width = std::max(width, past);
+    const int64_t columns = width + qLen;
+    std::vector<float> qs(batch * qLen * kHeads * dim), ks(batch * qLen * kKvHeads * dim),
+        vs(ks.size()), bias(batch * qLen * columns), out(qs.size(), kNaN);
+    std::vector<int64_t> pastLengths, stepTables;
+    for (int64_t e = 0; e < batch; ++e) {
+      const auto [s, past] = entries[e];
+      pastLengths.push_back(past);
+      stepTables.insert(stepTables.end(), tables.begin() + s * tableWidth,
+                        tables.begin() + (s + 1) * tableWidth);
+      std::copy_n(&q[s][past * kHeads * dim], qLen * kHeads * dim, &qs[e * qLen * kHeads * dim]);
+      std::copy_n(&k[s][past * kKvHeads * dim], qLen * kKvHeads * dim,
+                  &ks[e * qLen * kKvHeads * dim]);
+      std::copy_n(&v[s][past * kKvHeads * dim], qLen * kKvHeads * dim,
+                  &vs[e * qLen * kKvHeads * dim]);
+      for (int64_t i = 0; i < qLen; ++i)
+        for (int64_t j = 0; j < columns; ++j) {
+          const int64_t key = j - (width - past);
+          bias[(e * qLen + i) * columns + j] = key < 0 || key > past + i ? kLowest : 0.0f;
+        }
+    }
+    kiln_paged_attention_params_t params = {};
+    params.batch = batch;
+    params.heads = kHeads;
+    params.kv_heads = kKvHeads;
+    params.q_len = qLen;
+    params.head_dim = dim;
+    params.past_width = width;
+    params.q = qs.data();
+    params.k = ks.data();
+    params.v = vs.data();
+    params.out = out.data();
+    const int64_t tokenMajorQ[4] = {qLen * kHeads * dim, dim, kHeads * dim, 1};
+    const int64_t tokenMajorKv[4] = {qLen * kKvHeads * dim, dim, kKvHeads * dim, 1};
+    const int64_t biasStrides[4] = {qLen * columns, 0, columns, 1};
+    for (int d = 0; d < 4; ++d) {
+      params.q_strides[d] = params.out_strides[d] = tokenMajorQ[d];
+      params.k_strides[d] = params.v_strides[d] = tokenMajorKv[d];
+      params.bias_strides[d] = biasStrides[d];
+    }
+    params.kv_cache = narrow.empty() ? static_cast<const void *>(pool.data())
+                                     : static_cast<const void *>(narrow.data());
+    params.kv_cache_dtype = dtype;
+    params.num_blocks = static_cast<int64_t>(pool.size() / (2 * kKvHeads * kBlockSize * dim));
+    params.num_layers = 1;
+    params.block_size = kBlockSize;
+    params.block_tables = stepTables.data();
+    params.block_table_stride = params.block_table_width = tableWidth;
+    params.past_lengths = pastLengths.data();
+    params.bias = bias.data();
+    params.scale = 0.125;
+    kiln_ukernel_paged_attention(&params);
+    return out;
+  }
+};
+
+// A row's attention depends only on its query and the keys and values up
+// to it: not on how the engine cut its sequence into steps (a prompt in
+// chunks, one decode step per token, a recomputation after preemption) nor
+// on the sequences beside it. Every row of a 300-token sequence (three of
+// the kernel's 128-key blocks), computed in chunks cut in several places
+// and as decode steps among other sequences, must be bitwise what decoding
+// it alone gives; head size 64 reads the keys in place, 20 transposes them
+// on ISAs whose vectors do not divide it. With a 16-bit pool the new rows
+// are rounded to the pool's precision before use, as the rows before them
+// were when they were stored, so no row sees a key at two precisions.
+TEST_P(PagedAttentionTest, RowsDoNotDependOnHowTheSequenceIsCut) {
+  const kiln_dtype_t dtype = std::get<1>(GetParam());
+  const int64_t length = 300;
+  for (int64_t dim : {64, 20}) {
+    std::mt19937 rng(dim);
+    const PagedSequences sequences(dtype, dim, {length, 57, 410}, rng);
+    const int64_t rowSize = PagedSequences::kHeads * dim; // one token's heads
+    std::vector<float> alone(length * rowSize);
+    for (int64_t t = 0; t < length; ++t) {
+      const std::vector<float> out = sequences.step({{0, t}}, 1);
+      std::copy(out.begin(), out.end(), &alone[t * rowSize]);
+    }
+    auto expectRows = [&](const float *got, int64_t first, int64_t count,
+                          const std::string &how) {
+      for (int64_t t = first; t < first + count; ++t)
+        ASSERT_EQ(std::memcmp(got + (t - first) * rowSize, &alone[t * rowSize],
+                              rowSize * sizeof(float)),
+                  0)
+            << "head size " << dim << ": row " << t << " computed " << how
+            << " differs from its decode step alone";
+    };
+    const std::vector<std::vector<int64_t>> cuts = {
+        {0, 300}, {0, 100, 300}, {0, 128, 256, 300}, {0, 127, 129, 250, 299, 300}};
+    for (const std::vector<int64_t> &cut : cuts)
+      for (size_t c = 0; c + 1 < cut.size(); ++c) {
+        const int64_t qLen = cut[c + 1] - cut[c];
+        expectRows(sequences.step({{0, cut[c]}}, qLen).data(), cut[c], qLen,
+                   "in the chunk [" + std::to_string(cut[c]) + ", " +
+                       std::to_string(cut[c + 1]) + ")");
+      }
+    for (int64_t t : {0, 1, 56, 127, 128, 129, 255, 256, 299}) {
+      const std::vector<float> out =
+          sequences.step({{1, std::min<int64_t>(t, 56)}, {0, t}, {2, 409 - t}}, 1);
+      expectRows(out.data() + rowSize, t, 1, "as a decode step beside two others");
+    }
+    const std::vector<float> out = sequences.step({{2, 7}, {0, 100}}, 50);
+    expectRows(out.data() + 50 * rowSize, 100, 50, "beside another sequence's chunk");
   }
 }
 

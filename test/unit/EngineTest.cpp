@@ -435,34 +435,94 @@ TEST(EngineTest, TrappingRunFailsOnlyItsRequest) {
   expectAllFree(engine);
 }
 
-TEST(EngineTest, SeededSamplingDependsOnlyOnTheRequest) {
-  kiln::Model model(instance(), artifact("llama_tiny"));
+//===--- Batch invariance -------------------------------------------------===//
+
+/// Bytes of one block of a paged artifact's pool, from its kv_cache input
+/// ([blocks, layers, 2, kv heads, block size, head size], f32).
+uint64_t pagedBlockBytes(const kiln::Model &model) {
+  const kiln_io_info_t pool = model.input(model.inputIndex("kv_cache"));
+  uint64_t bytes = sizeof(float);
+  for (int32_t d = 1; d < pool.rank; ++d)
+    bytes *= pool.dims[d].size;
+  return bytes;
+}
+
+// A seeded request's sampled tokens, and the log-probabilities they were
+// drawn from to the bit, are the same alone (its prompt in chunks of the
+// artifact's 64 tokens), with its prompt fed one token a step, and in a
+// crowd: its prompt cut into other chunks (a 24-token budget shared with
+// decodes), decoded in
+// batches of changing size, its first 64 tokens' keys computed by another
+// request (prefix caching), and recomputed after preemption (it is the
+// newest when the pool runs out). Sampling at temperature 1 from a random
+// model's nearly flat distribution over 256 tokens, any difference in
+// rounding would change a draw. 240 tokens span two of the attention
+// kernel's 128-key blocks. The artifacts allow 256 tokens (the models'
+// positions).
+class BatchInvariance : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(BatchInvariance, SeededRequestDrawsTheSameTokensInAnyBatch) {
+  kiln::Model model(instance(), artifact(GetParam()));
   kiln::SamplingParams params;
-  params.temperature = 0.9f;
-  params.top_p = 0.95f;
+  params.temperature = 1.0f;
   params.seed = 42;
   params.has_seed = 1;
-  params.max_tokens = 20;
-  std::vector<int64_t> prompt = promptOf(11, 4);
-  Outcome alone, crowded, other;
-  {
-    kiln::Engine engine(model);
-    engine.addRequest(prompt, params, recordInto(alone));
+  params.max_tokens = 90;
+  params.logprobs = 0; // the chosen token's
+  const std::vector<int64_t> prompt = promptOf(150, 4);
+  Outcome alone, tokenByToken, crowded;
+  for (int32_t budget : {0, 1}) {
+    kiln::EngineOptions options;
+    if (budget)
+      options.max_num_batched_tokens = budget;
+    kiln::Engine engine(model, options);
+    engine.addRequest(prompt, params, recordInto(budget ? tokenByToken : alone));
     runToEnd(engine);
+    expectAllFree(engine);
   }
   {
-    kiln::Engine engine(model);
-    kiln::SamplingParams noise = params;
-    noise.seed = 7;
-    for (int i = 0; i < 3; ++i)
-      engine.addRequest(promptOf(5 + i, 9 + i), noise, recordInto(other));
-    engine.step();
+    kiln::EngineOptions options;
+    options.max_num_batched_tokens = 24;
+    options.kv_cache_bytes = 40 * pagedBlockBytes(model); // 320 tokens
+    kiln::Engine engine(model, options);
+    struct Other {
+      std::vector<int64_t> prompt;
+      int32_t maxTokens;
+    };
+    const std::vector<Other> others = {
+        {promptOf(40, 1), 60},
+        {promptOf(100, 2), 40},
+        {std::vector<int64_t>(prompt.begin(), prompt.begin() + 64), 30},
+        {promptOf(5, 3), 100},
+        {promptOf(180, 5), 30}};
+    std::vector<Outcome> outcomes(others.size());
+    for (size_t i = 0; i < others.size(); ++i) {
+      kiln::SamplingParams noise = params;
+      noise.temperature = 0.8f;
+      noise.seed = 7 + i;
+      noise.max_tokens = others[i].maxTokens;
+      engine.addRequest(others[i].prompt, noise, recordInto(outcomes[i]));
+    }
+    for (int i = 0; i < 4; ++i)
+      engine.step();
     engine.addRequest(prompt, params, recordInto(crowded));
     runToEnd(engine);
+    const kiln_engine_stats_t stats = engine.stats();
+    EXPECT_GT(stats.num_preemptions, 0u) << "the pool was meant to run out";
+    EXPECT_GT(stats.num_prefix_cache_hit_tokens, 0u) << "the prefix was meant to be shared";
+    for (const Outcome &outcome : outcomes)
+      EXPECT_EQ(outcome.finish, KILN_FINISH_LENGTH) << outcome.error;
+    expectAllFree(engine);
   }
-  EXPECT_EQ(alone.tokens, crowded.tokens);
-  EXPECT_EQ(alone.tokens.size(), 20u);
+  ASSERT_EQ(alone.tokens.size(), 90u) << alone.error;
+  EXPECT_EQ(tokenByToken.tokens, alone.tokens);
+  EXPECT_EQ(tokenByToken.logprobs, alone.logprobs);
+  EXPECT_EQ(crowded.tokens, alone.tokens);
+  EXPECT_EQ(crowded.logprobs, alone.logprobs);
 }
+
+INSTANTIATE_TEST_SUITE_P(PagedDecoders, BatchInvariance,
+                         ::testing::Values("llama_tiny_paged_256", "gpt2_tiny_paged_256"));
 
 //===--- The background loop and a soak -----------------------------------===//
 

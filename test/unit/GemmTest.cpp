@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -524,6 +525,52 @@ TEST_P(SgemmTest, ThreadCountDoesNotChangeResults) {
   EXPECT_EQ(serial.data, parallel.data);
 }
 
+/// Rows [first, first + rows) of a product's m×n C, written to `c` (ldc
+/// apart).
+using RowsOfProduct = std::function<void(int64_t first, int64_t rows, float *c, int64_t ldc)>;
+
+/// Checks that every row of a product comes out the same bits computed
+/// among all m rows and among fewer (the direct kernel's 1 to
+/// kStreamedRows, alone or in a group of kDirectRows, the packed one
+/// above), wherever it sits. The generation engine batches whatever
+/// requests are running, and a seeded request must draw the same tokens in
+/// any batch.
+void expectRowsIndependent(int64_t m, int64_t n, const RowsOfProduct &product,
+                           const std::string &what) {
+  std::vector<float> all(m * n), some(m * n);
+  product(0, m, all.data(), n);
+  for (int64_t rows : {1, 2, 3, 4, 5, 7, 8, 31, 32, 33, 40})
+    for (int64_t first : {int64_t(0), m - rows, int64_t(5)}) {
+      product(first, rows, some.data(), n);
+      for (int64_t i = 0; i < rows; ++i)
+        ASSERT_TRUE(std::equal(&some[i * n], &some[(i + 1) * n], &all[(first + i) * n]))
+            << what << ": row " << first + i << " of " << m
+            << " differs computed among rows [" << first << ", " << first + rows << ")";
+    }
+}
+
+TEST_P(SgemmTest, RowsDoNotDependOnTheOtherRows) {
+  // k crosses every ISA's cache block and n a panel and the strips; the
+  // epilogue is on.
+  std::mt19937 rng(11);
+  const int64_t m = 70, n = 130, k = 1100;
+  const Matrix a(m, k, 0, rng), bias(1, n, 0, rng);
+  GemmEpilogue epilogue;
+  epilogue.bias = bias.data.data();
+  epilogue.activation = GemmActivation::Silu;
+  ThreadPool twoThreads(2);
+  for (GemmLayout layout : kAllLayouts) {
+    const WeightMatrix b(layout, k, n, 0, rng);
+    expectRowsIndependent(
+        m, n,
+        [&](int64_t first, int64_t rows, float *c, int64_t ldc) {
+          sgemm(rows, n, k, &a.data[first * a.ld], a.ld, b.data(), b.ld(), layout, c, ldc,
+                &twoThreads, false, epilogue);
+        },
+        gemmLayoutName(layout));
+  }
+}
+
 KILN_INSTANTIATE_PER_ISA(SgemmTest);
 
 //===----------------------------------------------------------------------===//
@@ -822,6 +869,29 @@ TEST_P(Int8GemmTest, AppliesEpilogueAndIgnoresThreadCount) {
             << m << " rows, at [" << i << "," << j << "]";
       }
   }
+}
+
+TEST_P(Int8GemmTest, RowsDoNotDependOnTheOtherRows) {
+  // A row quantized by its own range or a fixed one: its int32 sums are
+  // exact, and the epilogue is the same per element on every path. (The
+  // whole input's range, DynamicQuantizeLinear's, depends on the other
+  // rows by definition.)
+  std::mt19937 rng(13);
+  const int64_t m = 70, n = 130, k = 1100;
+  const Matrix a(m, k, 0, rng), bias(1, n, 0, rng);
+  const Int8Matrix b(k, n, 0, rng);
+  GemmEpilogue epilogue;
+  epilogue.bias = bias.data.data();
+  ThreadPool twoThreads(2);
+  for (const InputQuantization &input :
+       {InputQuantization::perRowRange(), InputQuantization::fixed(0.01f, 120)})
+    expectRowsIndependent(
+        m, n,
+        [&](int64_t first, int64_t rows, float *c, int64_t ldc) {
+          gemmInt8(rows, n, k, &a.data[first * a.ld], a.ld, input, b.weight(), c, ldc,
+                   &twoThreads, epilogue);
+        },
+        input.range == InputQuantization::Range::Row ? "per-row range" : "fixed range");
 }
 
 KILN_INSTANTIATE_PER_ISA(Int8GemmTest);
