@@ -201,6 +201,22 @@ ImportContext::broadcastType(const onnx::NodeProto &node, int index,
   return resultType(node, index, elementType, shape);
 }
 
+FailureOr<Value> ImportContext::matMul(const onnx::NodeProto &node, Value lhs, Value rhs,
+                                       bool transposeB) {
+  ArrayRef<int64_t> a = cast<RankedTensorType>(lhs.getType()).getShape();
+  ArrayRef<int64_t> b = cast<RankedTensorType>(rhs.getType()).getShape();
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(a.drop_back(2), b.drop_back(2), shape))
+    return error(node) << "batch dimensions of " << lhs.getType() << " and " << rhs.getType()
+                       << " do not broadcast";
+  shape.push_back(a[a.size() - 2]);
+  shape.push_back(transposeB ? b[b.size() - 2] : b.back());
+  auto type = RankedTensorType::get(shape, getElementTypeOrSelf(lhs));
+  auto op = builder_.create<MatMulOp>(loc(node), type, lhs, rhs);
+  op.setTransposeB(transposeB);
+  return op.getResult();
+}
+
 const onnx::AttributeProto *ImportContext::findAttr(const onnx::NodeProto &node,
                                                     StringRef name) {
   for (const auto &attr : node.attribute())

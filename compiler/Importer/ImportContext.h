@@ -99,6 +99,10 @@ public:
   mlir::FailureOr<mlir::RankedTensorType>
   broadcastType(const onnx::NodeProto &node, int index, mlir::Type elementType,
                 mlir::ValueRange operands);
+  /// kiln.matmul of two operands of rank >= 2 (by rhs's transpose with
+  /// `transposeB`), their batch dims broadcast as NumPy's matmul does.
+  mlir::FailureOr<mlir::Value> matMul(const onnx::NodeProto &node, mlir::Value lhs,
+                                      mlir::Value rhs, bool transposeB = false);
 
   /// Converts an ONNX TypeProto; fails unless it is a ranked tensor of a
   /// supported element type. `what` names the value in the diagnostic.

@@ -1,30 +1,12 @@
 //===- MatMulOps.cpp - MatMul, Gemm and Einsum ----------------------------===//
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
-#include "mlir/Dialect/Traits.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
 namespace kiln {
 namespace {
-
-/// kiln.matmul of two operands of rank >= 2.
-FailureOr<Value> buildMatMul(ImportContext &ctx, const onnx::NodeProto &node,
-                             Value lhs, Value rhs, bool transposeB) {
-  ArrayRef<int64_t> a = cast<RankedTensorType>(lhs.getType()).getShape();
-  ArrayRef<int64_t> b = cast<RankedTensorType>(rhs.getType()).getShape();
-  SmallVector<int64_t> shape;
-  if (!OpTrait::util::getBroadcastedShape(a.drop_back(2), b.drop_back(2), shape))
-    return ctx.error(node) << "batch dimensions of " << lhs.getType() << " and "
-                           << rhs.getType() << " do not broadcast";
-  shape.push_back(a[a.size() - 2]);
-  shape.push_back(transposeB ? b[b.size() - 2] : b.back());
-  auto type = RankedTensorType::get(shape, getElementTypeOrSelf(lhs));
-  auto op = ctx.builder().create<MatMulOp>(ctx.loc(node), type, lhs, rhs);
-  op.setTransposeB(transposeB);
-  return op.getResult();
-}
 
 Value unsqueeze(ImportContext &ctx, const onnx::NodeProto &node, Value x,
                 int64_t axis) {
@@ -58,7 +40,7 @@ LogicalResult importMatMul(ImportContext &ctx, const onnx::NodeProto &node) {
     return ctx.error(node) << "operands must have rank 1 or more";
   Value a = lhsRank == 1 ? unsqueeze(ctx, node, lhs, 0) : lhs;
   Value b = rhsRank == 1 ? unsqueeze(ctx, node, rhs, 1) : rhs;
-  auto product = buildMatMul(ctx, node, a, b, /*transposeB=*/false);
+  auto product = ctx.matMul(node, a, b);
   if (failed(product))
     return failure();
   Value result = *product;
@@ -95,7 +77,7 @@ LogicalResult importGemm(ImportContext &ctx, const onnx::NodeProto &node) {
         loc, type.clone({type.getDimSize(1), type.getDimSize(0)}), lhs,
         builder.getDenseI64ArrayAttr({1, 0}));
   }
-  auto product = buildMatMul(ctx, node, lhs, *b, *transB != 0);
+  auto product = ctx.matMul(node, lhs, *b, *transB != 0);
   if (failed(product))
     return failure();
   Value result = *product;

@@ -415,12 +415,11 @@ LogicalResult importDynamicQuantizeLinear(ImportContext &ctx, const onnx::NodePr
   return success();
 }
 
-/// An integer product's operands: A (input `aIndex`, rank 2 or more) and
-/// a 2-D B (input `bIndex`) as int8Input gives them, and the shape of their
-/// product, [..., M, N]. `aName` and `bName` name them in errors.
+/// An integer product's operands, A (input `aIndex`) and B (input
+/// `bIndex`), as int8Input gives them, both of rank 2 or more. `aName` and
+/// `bName` name them in errors.
 struct IntegerProductOperands {
   Value a, b;
-  SmallVector<int64_t> shape;
 };
 
 FailureOr<IntegerProductOperands> integerProductOperands(ImportContext &ctx,
@@ -433,14 +432,11 @@ FailureOr<IntegerProductOperands> integerProductOperands(ImportContext &ctx,
   auto b = int8Input(ctx, node, bIndex, bName);
   if (failed(b))
     return failure();
-  auto aType = cast<RankedTensorType>(a->getType());
-  auto bType = cast<RankedTensorType>(b->getType());
-  if (aType.getRank() < 2 || bType.getRank() != 2)
-    return ctx.error(node) << "kiln reads " << aName << " of rank 2 or more by a 2-D "
-                           << bName << ", got " << aType << " and " << bType;
-  SmallVector<int64_t> shape(aType.getShape());
-  shape.back() = bType.getShape()[1];
-  return IntegerProductOperands{*a, *b, std::move(shape)};
+  for (auto [value, name] : {std::pair{*a, aName}, std::pair{*b, bName}})
+    if (cast<RankedTensorType>(value.getType()).getRank() < 2)
+      return ctx.error(node) << "kiln reads " << name << " of rank 2 or more, got "
+                             << value.getType();
+  return IntegerProductOperands{*a, *b};
 }
 
 /// MatMulInteger by a 2-D B: (A − a_zero_point) · (B − b_zero_point) in
@@ -452,6 +448,11 @@ LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &nod
   if (failed(operands))
     return failure();
   auto bType = cast<RankedTensorType>(operands->b.getType());
+  if (bType.getRank() != 2)
+    return ctx.error(node) << "kiln reads A by a 2-D B, got "
+                           << operands->a.getType() << " and " << bType;
+  SmallVector<int64_t> shape(cast<RankedTensorType>(operands->a.getType()).getShape());
+  shape.back() = bType.getShape()[1];
   OpBuilder &builder = ctx.builder();
   auto i8 = builder.getI8Type();
   auto scalarType = RankedTensorType::get({}, i8);
@@ -485,22 +486,21 @@ LogicalResult importMatMulInteger(ImportContext &ctx, const onnx::NodeProto &nod
                            << bType.getShape()[1] << "), got " << bZeroPointType;
   ctx.setOutput(node, 0,
                 builder.create<MatMulIntegerOp>(
-                    ctx.loc(node), ctx.resultType(node, 0, builder.getI32Type(), operands->shape),
+                    ctx.loc(node), ctx.resultType(node, 0, builder.getI32Type(), shape),
                     operands->a, operands->b, *aZeroPoint, *bZeroPoint));
   return success();
 }
 
-/// QLinearMatMul by a 2-D B (ORT's quantize_static in its QOperator
-/// format): the product of the dequantized operands, quantized with Y's
-/// scale and zero point; kiln-fold-quantized-products folds the product
-/// of a QuantizeLinear's result by a constant B into an int8 kiln.linear,
-/// as in a QDQ model. A's and Y's parameters are per tensor, B's per
-/// tensor or per column.
+/// QLinearMatMul (ORT's quantize_static in its QOperator format): the
+/// product of the dequantized operands (NumPy's matmul: batch dims
+/// broadcast), quantized with Y's scale and zero point;
+/// kiln-fold-quantized-products folds the product of a QuantizeLinear's
+/// result by a constant 2-D B into an int8 kiln.linear, as in a QDQ model.
+/// A's and Y's parameters are per tensor, B's per tensor or per column.
 LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &node) {
   auto operands = integerProductOperands(ctx, node, 0, 3, "a", "b");
   if (failed(operands))
     return failure();
-  ArrayRef<int64_t> shape = operands->shape;
   // A's and Y's parameters are one scale and zero point.
   auto perTensor = [&](FailureOr<QuantizationParameters> parameters,
                        StringRef name) -> FailureOr<QuantizationParameters> {
@@ -516,13 +516,10 @@ LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &nod
       "input 0");
   if (failed(aParameters))
     return failure();
+  // B's per-column parameters, [N] as for a 2-D B, broadcast along the last
+  // axis of any B.
   auto bParameters = valuesQuantizationParameters(ctx, node, 3, "input 3", 4, 2);
   if (failed(bParameters))
-    return failure();
-  // Y's type is its zero point's (a required input).
-  auto yParameters = perTensor(
-      quantizationParameters(ctx, node, 6, shape.size(), /*uint8Default=*/true), "input 6");
-  if (failed(yParameters))
     return failure();
   OpBuilder &builder = ctx.builder();
   Location loc = ctx.loc(node);
@@ -532,12 +529,19 @@ LogicalResult importQLinearMatMul(ImportContext &ctx, const onnx::NodeProto &nod
   };
   Value lhs = dequantized(operands->a, *aParameters);
   Value rhs = dequantized(operands->b, *bParameters);
-  Value product =
-      builder.create<MatMulOp>(loc, RankedTensorType::get(shape, builder.getF32Type()), lhs, rhs);
+  auto product = ctx.matMul(node, lhs, rhs);
+  if (failed(product))
+    return failure();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(product->getType()).getShape();
+  // Y's type is its zero point's (a required input).
+  auto yParameters = perTensor(
+      quantizationParameters(ctx, node, 6, shape.size(), /*uint8Default=*/true), "input 6");
+  if (failed(yParameters))
+    return failure();
   ctx.setOutput(node, 0,
                 builder.create<QuantizeOp>(loc,
                                            ctx.resultType(node, 0, builder.getI8Type(), shape),
-                                           product, yParameters->scale,
+                                           *product, yParameters->scale,
                                            yParameters->zeroPoint));
   if (yParameters->uint8 && ctx.hasOutput(node, 0))
     ctx.markLoweredUint8(node.output(0));
