@@ -812,6 +812,7 @@ KeyValueRows freshRows(const kiln_paged_attention_params_t &a,
   const kiln_dtype_t dtype = static_cast<kiln_dtype_t>(a.kv_cache_dtype);
   if (dtype == KILN_DTYPE_F32 && a.k_strides[3] == 1 && a.v_strides[3] == 1)
     return {a.q_len, a.k, stridesOf(a.k_strides), a.v, stridesOf(a.v_strides)};
+  const bool narrow = dtype != KILN_DTYPE_F32, bfloat = dtype == KILN_DTYPE_BF16;
   const int64_t rows = a.batch * a.kv_heads * a.q_len, dim = a.head_dim;
   storage.resize(2 * rows * dim);
   for (int kv = 0; kv < 2; ++kv) {
@@ -822,12 +823,8 @@ KeyValueRows freshRows(const kiln_paged_attention_params_t &a,
       for (int64_t h = 0; h < a.kv_heads; ++h)
         for (int64_t t = 0; t < a.q_len; ++t, to += dim) {
           const float *row = from + b * s[0] + h * s[1] + t * s[2];
-          for (int64_t d = 0; d < dim; ++d) {
-            const float x = row[d * s[3]];
-            to[d] = dtype == KILN_DTYPE_F16    ? halfToFloat(floatToHalf(x))
-                    : dtype == KILN_DTYPE_BF16 ? bfloat16ToFloat(floatToBfloat16(x))
-                                               : x;
-          }
+          for (int64_t d = 0; d < dim; ++d)
+            to[d] = narrow ? roundedTo16Bits(row[d * s[3]], bfloat) : row[d * s[3]];
         }
   }
   const Strides contiguous = {a.kv_heads * a.q_len * dim, a.q_len * dim, dim, 1};

@@ -71,6 +71,12 @@ inline uint16_t floatToBfloat16(float value) {
   return static_cast<uint16_t>((bits + 0x7FFF + roundBit) >> 16);
 }
 
+/// `value` as a 16-bit pool holds it (bf16 when `bfloat`, else f16),
+/// widened back: what a key or value stored there reads as.
+inline float roundedTo16Bits(float value, bool bfloat) {
+  return bfloat ? bfloat16ToFloat(floatToBfloat16(value)) : halfToFloat(floatToHalf(value));
+}
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_SRC_HALFFLOAT_H

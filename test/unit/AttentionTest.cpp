@@ -829,11 +829,10 @@ TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
     // The paged kernel rounds the new rows to a 16-bit pool's precision
     // before it attends to them; the dense one is given them so rounded.
     std::vector<float> kRounded = k, vRounded = v;
-    for (auto *x : {&kRounded, &vRounded})
-      for (float &e : *x)
-        e = dtype == KILN_DTYPE_F16    ? halfToFloat(floatToHalf(e))
-            : dtype == KILN_DTYPE_BF16 ? bfloat16ToFloat(floatToBfloat16(e))
-                                       : e;
+    if (dtype != KILN_DTYPE_F32)
+      for (auto *x : {&kRounded, &vRounded})
+        for (float &e : *x)
+          e = roundedTo16Bits(e, dtype == KILN_DTYPE_BF16);
     // The dense past: each sequence's rows right-aligned, zeros in front.
     std::vector<float> pastK(batch * kvHeads * width * dim, 0.0f), pastV(pastK.size(), 0.0f);
     for (int64_t b = 0; b < batch; ++b)
