@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cfloat>
 #include <cstdio>
 #include <cstdlib>
@@ -56,19 +57,26 @@ void genericMicrokernel(int64_t k, const float *packedA, const float *packedB,
 
 constexpr int64_t kGenericDirectCols = 16;
 
-void genericDirect(int64_t k, const float *a, int64_t lda, const float *b,
-                   int64_t ldb, float *c, int64_t ldc, int64_t rows,
-                   int64_t cols, bool accumulate) {
-  float acc[detail::kDirectRows][kGenericDirectCols] = {};
-  for (int64_t p = 0; p < k; ++p, b += ldb)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < cols; ++j)
-        acc[r][j] += a[r * lda + p] * b[j];
-  for (int64_t r = 0; r < rows; ++r) {
-    float *row = c + r * ldc;
-    for (int64_t j = 0; j < cols; ++j)
-      row[j] = accumulate ? row[j] + acc[r][j] : acc[r][j];
+using GenericDirectSums = float[detail::kDirectRows][kGenericDirectCols];
+
+/// C[0:rows, 0:cols] = (accumulate ? C : 0) + acc.
+void storeDirectSums(const detail::DirectProduct &d, const GenericDirectSums &acc) {
+  for (int64_t r = 0; r < d.rows; ++r) {
+    float *row = d.c + r * d.ldc;
+    for (int64_t j = 0; j < d.cols; ++j)
+      row[j] = d.accumulate ? row[j] + acc[r][j] : acc[r][j];
   }
+}
+
+void genericDirect(const detail::DirectProduct &d, const float *b, int64_t ldb,
+                   const detail::CarriedSums &carried) {
+  assert(!carried.sums && "the generic direct products do not take turns");
+  GenericDirectSums acc = {};
+  for (int64_t p = 0; p < d.k; ++p, b += ldb)
+    for (int64_t r = 0; r < d.rows; ++r)
+      for (int64_t j = 0; j < d.cols; ++j)
+        acc[r][j] += d.a[r * d.lda + p] * b[j];
+  storeDirectSums(d, acc);
 }
 
 /// Calls fn(p, weights) for the first `depth` rows p of strip `b`, with
@@ -91,21 +99,15 @@ void forEachQuantizedRow(const detail::QuantizedStrip &b, int64_t depth,
     }
 }
 
-void genericDirectQuantized(int64_t k, const float *a, int64_t lda,
-                            const detail::QuantizedStrip &b, float *c,
-                            int64_t ldc, int64_t rows, int64_t cols,
-                            bool accumulate) {
-  float acc[detail::kDirectRows][kGenericDirectCols] = {};
-  forEachQuantizedRow(b, k, cols, [&](int64_t p, const float *weights) {
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < cols; ++j)
-        acc[r][j] += a[r * lda + p] * weights[j];
+void genericDirectQuantized(const detail::DirectProduct &d,
+                            const detail::QuantizedStrip &b) {
+  GenericDirectSums acc = {};
+  forEachQuantizedRow(b, d.k, d.cols, [&](int64_t p, const float *weights) {
+    for (int64_t r = 0; r < d.rows; ++r)
+      for (int64_t j = 0; j < d.cols; ++j)
+        acc[r][j] += d.a[r * d.lda + p] * weights[j];
   });
-  for (int64_t r = 0; r < rows; ++r) {
-    float *row = c + r * ldc;
-    for (int64_t j = 0; j < cols; ++j)
-      row[j] = accumulate ? row[j] + acc[r][j] : acc[r][j];
-  }
+  storeDirectSums(d, acc);
 }
 
 void genericDequantize(const detail::QuantizedStrip &b, int64_t depth,
@@ -122,7 +124,7 @@ static_assert(kWeightPanelWidth % kGenericNr == 0 &&
 constexpr detail::GemmMicrokernel genericMicrokernelInfo{
     genericMicrokernel,     kGenericMr,       kGenericNr,    /*kc=*/256,
     /*mc=*/1024,            /*nc=*/256,       genericDirect, kGenericDirectCols,
-    genericDirectQuantized, genericDequantize};
+    genericDirectQuantized, genericDequantize, /*mostRowsTakingTurns=*/0};
 
 //===----------------------------------------------------------------------===//
 // ISA choice
@@ -379,32 +381,46 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
   // to C's: the packed kernel's blocks of k, so that both sum a row in the
   // same order (batch invariance).
   const int64_t depth = kernel.kc;
+  // A piece outgrows L1, so a second group of rows reads it again from L2
+  // while no read from memory is under way. Where the microkernel says so,
+  // the groups instead take turns over slices of kTurnDepth rows of a
+  // piece, which stay in L1, each group carrying its sums from slice to
+  // slice, so that the next slice's reads follow soon after the last.
+  const bool takesTurns = !g.quantized && m > detail::kDirectRows &&
+                          m <= kernel.mostRowsTakingTurns;
+  const int64_t slice = takesTurns ? detail::kTurnDepth : depth;
   auto run = [&](int64_t begin, int64_t end) {
+    // A direct product has at most kStreamedRows rows, and a strip at
+    // most a panel's columns.
+    alignas(64) float carried[detail::kStreamedRows * kWeightPanelWidth];
     for (int64_t strip = begin; strip < end; ++strip) {
       const int64_t j = strip * kernel.directCols;
       const int64_t cols = std::min(kernel.directCols, n - j);
       const bool panels = g.bLayout == GemmLayout::Panels;
       const float *b = panels && !g.quantized ? g.panelAt(0, j) : g.b + j;
       const int64_t ldb = panels ? kWeightPanelWidth : g.ldb;
-      for (int64_t p = 0; p < g.k; p += depth)
-        for (int64_t i = 0; i < m; i += detail::kDirectRows) {
-          const int64_t pieceDepth = std::min(depth, g.k - p);
-          const int64_t rows = std::min(detail::kDirectRows, m - i);
-          const bool accumulate = g.accumulate || p > 0;
-          const float *a = g.a + i * g.lda + p;
-          float *c = g.c + i * g.ldc + j;
-          // Each group of rows converts a quantized strip's values again,
-          // in registers: converting a piece once into a buffer in L2 and
-          // running the f32 kernel on it measured slower at 8 rows and
-          // no faster at 32 (kiln-gemm-bench, 8192 x 8192, int8).
-          if (g.quantized)
-            kernel.runDirectQuantized(pieceDepth, a, g.lda,
-                                      g.quantizedStripAt(p, j), c, g.ldc, rows,
-                                      cols, accumulate);
-          else
-            kernel.runDirect(pieceDepth, a, g.lda, b + p * ldb, ldb, c, g.ldc,
-                             rows, cols, accumulate);
-        }
+      for (int64_t p = 0; p < g.k; p += depth) {
+        const int64_t pieceDepth = std::min(depth, g.k - p);
+        for (int64_t s = 0; s < pieceDepth; s += slice)
+          for (int64_t i = 0; i < m; i += detail::kDirectRows) {
+            const int64_t sliceDepth = std::min(slice, pieceDepth - s);
+            const detail::DirectProduct product{
+                sliceDepth, g.a + i * g.lda + p + s, g.lda, g.c + i * g.ldc + j,
+                g.ldc, std::min(detail::kDirectRows, m - i), cols,
+                g.accumulate || p > 0};
+            // Each group of rows converts a quantized strip's values again,
+            // in registers: converting a piece once into a buffer in L2 and
+            // running the f32 kernel on it measured slower at 8 rows and
+            // no faster at 32 (kiln-gemm-bench, 8192 x 8192, int8).
+            if (g.quantized)
+              kernel.runDirectQuantized(product, g.quantizedStripAt(p, j));
+            else
+              kernel.runDirect(product, b + (p + s) * ldb, ldb,
+                               takesTurns ? detail::CarriedSums{carried + i * kernel.directCols,
+                                                                s > 0, s + sliceDepth == pieceDepth}
+                                          : detail::CarriedSums{});
+          }
+      }
       g.finishTile(0, m, j, cols);
     }
   };

@@ -285,6 +285,42 @@ struct QuantizedGroups {
   }
 };
 
+/// One call of a direct kernel: C[0:rows, 0:cols] = (accumulate ? C : 0) +
+/// A·B over k rows of B, straight from row-major A (lda), for rows <=
+/// kDirectRows and cols <= the kernel's directCols.
+struct DirectProduct {
+  int64_t k;
+  const float *a;
+  int64_t lda;
+  float *c;
+  int64_t ldc;
+  int64_t rows;
+  int64_t cols;
+  bool accumulate;
+};
+
+/// The rows of B in one turn of a direct product's groups of rows (see
+/// directGemm).
+constexpr int64_t kTurnDepth = 32;
+
+/// The running sums of a direct product whose k is cut into slices, one
+/// call each (see directGemm): a call begins from the sums the one before
+/// left, and only the last writes C. Each sum then adds the same products
+/// in the same order as one call over the whole k would, and rounds the
+/// same. Only a microkernel whose mostRowsTakingTurns is not 0 is given
+/// sums to carry; while it carries them it prefetches B kTurnDepth rows
+/// ahead, because the groups' turns hide the stream from the hardware
+/// prefetcher (without, 8 rows streamed B at 37 GB/s instead of 71).
+struct CarriedSums {
+  /// kDirectRows rows of directCols floats, directCols apart, or null for
+  /// a product in one call.
+  float *sums = nullptr;
+  /// Begin from `sums` (else from zero).
+  bool resume = false;
+  /// End by writing C (else by leaving the sums in `sums`).
+  bool finish = true;
+};
+
 /// What the blocking driver in Gemm.cpp needs to know about one ISA's
 /// microkernel; GemmAvx2.cpp and GemmAvx512.cpp each define one.
 struct GemmMicrokernel {
@@ -304,27 +340,28 @@ struct GemmMicrokernel {
   int64_t kc;
   int64_t mc;
   int64_t nc;
-  /// Computes C[0:rows, 0:cols] = (accumulate ? C : 0) + A·B straight from
-  /// row-major A (lda) and B (ldb), for rows <= kDirectRows and cols <=
-  /// directCols. When only a few rows of A pass over B (a decode step
-  /// multiplies one row per sequence), packing B costs more than the product,
-  /// and the packed kernel would compute all mr rows for each.
-  void (*runDirect)(int64_t k, const float *a, int64_t lda, const float *b,
-                    int64_t ldb, float *c, int64_t ldc, int64_t rows,
-                    int64_t cols, bool accumulate);
+  /// Computes `product` for a row-major B (ldb), carrying its sums in and
+  /// out as `carried` says. When only a few rows of A pass over B (a decode
+  /// step multiplies one row per sequence), packing B costs more than the
+  /// product, and the packed kernel would compute all mr rows for each.
+  void (*runDirect)(const DirectProduct &product, const float *b, int64_t ldb,
+                    const CarriedSums &carried);
   int64_t directCols;
-  /// runDirect for B a QuantizedStrip (directCols columns of one panel
-  /// from a lane that is a multiple of directCols, every lane readable):
-  /// each value is converted and scaled in registers.
-  void (*runDirectQuantized)(int64_t k, const float *a, int64_t lda,
-                             const QuantizedStrip &b, float *c, int64_t ldc,
-                             int64_t rows, int64_t cols, bool accumulate);
+  /// runDirect in one call for B a QuantizedStrip (directCols columns of
+  /// one panel from a lane that is a multiple of directCols, every lane
+  /// readable): each value is converted and scaled in registers.
+  void (*runDirectQuantized)(const DirectProduct &product, const QuantizedStrip &b);
   /// Writes `depth` rows of `cols` columns of QuantizedStrip `b` (cols a
   /// multiple of nr from a lane that is one, within one panel) multiplied
   /// back to f32 to `out`, row by row: the packed strips that the
   /// microkernel reads for a product of many rows.
   void (*dequantize)(const QuantizedStrip &b, int64_t depth, int64_t cols,
                      float *out);
+  /// Direct products of kDirectRows + 1 to this many rows of A (0: none)
+  /// take turns over slices of kTurnDepth rows of B, carrying their sums,
+  /// where the ISA's direct products are bound by reading B, not by their
+  /// multiply-adds (see directGemm).
+  int64_t mostRowsTakingTurns;
 };
 
 /// Runs `run(first, last)` over strips [0, strips) of a product that does

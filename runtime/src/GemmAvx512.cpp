@@ -94,15 +94,21 @@ loadStripVector(const float *from, __mmask16 mask) {
 /// Masked is false when the strip is whole: a masked load needs its mask in
 /// a k register, and GCC reloads all four masks on every step of k, which
 /// then waits on the one port that writes them instead of on the FMAs.
-template <bool Masked> struct FloatRows {
+/// With Prefetch each row's load also prefetches the row kTurnDepth ahead
+/// (see CarriedSums).
+template <bool Masked, bool Prefetch> struct FloatRows {
   const float *b;
   int64_t ldb;
   const __mmask16 (&mask)[kDirectVectors];
 
   __attribute__((target("avx512f"), always_inline)) void
   load(int64_t p, __m512 (&vectors)[kDirectVectors]) const {
-    for (int q = 0; q < kDirectVectors; ++q)
-      vectors[q] = loadStripVector<Masked>(b + p * ldb + q * kLanes, mask[q]);
+    for (int q = 0; q < kDirectVectors; ++q) {
+      const float *at = b + p * ldb + q * kLanes;
+      if constexpr (Prefetch)
+        _mm_prefetch(reinterpret_cast<const char *>(at + kTurnDepth * ldb), _MM_HINT_T0);
+      vectors[q] = loadStripVector<Masked>(at, mask[q]);
+    }
   }
 };
 
@@ -246,6 +252,29 @@ template <int Rows, bool Masked, int Chains = 1> struct DirectTile {
     }
   }
 
+  /// Begins from the sums that `carried` holds (one chain).
+  __attribute__((target("avx512f"), always_inline)) void
+  resume(const CarriedSums &carried) {
+    static_assert(Chains == 1);
+    if (carried.resume)
+      for (int r = 0; r < Rows; ++r)
+        for (int q = 0; q < kDirectVectors; ++q)
+          acc[0][r][q] = _mm512_loadu_ps(carried.sums + r * kDirectColumns + q * kLanes);
+  }
+
+  /// Ends as `carried` says: the sums left there, or written to C.
+  __attribute__((target("avx512f"), always_inline)) void
+  finish(const DirectProduct &d, const CarriedSums &carried) {
+    static_assert(Chains == 1);
+    if (carried.finish) {
+      store(d.c, d.ldc, d.accumulate);
+      return;
+    }
+    for (int r = 0; r < Rows; ++r)
+      for (int q = 0; q < kDirectVectors; ++q)
+        _mm512_storeu_ps(carried.sums + r * kDirectColumns + q * kLanes, acc[0][r][q]);
+  }
+
   /// C[0:Rows, 0:cols] = the sums (+ C with `add`).
   __attribute__((target("avx512f"), always_inline)) void
   store(float *c, int64_t ldc, bool add) {
@@ -271,23 +300,28 @@ struct FloatStrip {
   int64_t ldb;
 };
 
-/// C[0:Rows, 0:cols] (+)= A·B over k for B a FloatStrip.
+/// The product of Rows rows for B a FloatStrip, its sums carried as
+/// `carried` says.
 template <int Rows, bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectRows(int64_t k, const float *a, int64_t lda, const FloatStrip &b,
-                 float *c, int64_t ldc, int64_t cols, bool accumulate) {
-  DirectTile<Rows, Masked> tile(cols);
-  tile.accumulate(a, lda, 0, k, FloatRows<Masked>{b.b, b.ldb, tile.mask});
-  tile.store(c, ldc, accumulate);
+avx512DirectRows(const DirectProduct &d, const FloatStrip &b,
+                 const CarriedSums &carried) {
+  DirectTile<Rows, Masked> tile(d.cols);
+  tile.resume(carried);
+  if (carried.sums)
+    tile.accumulate(d.a, d.lda, 0, d.k, FloatRows<Masked, true>{b.b, b.ldb, tile.mask});
+  else
+    tile.accumulate(d.a, d.lda, 0, d.k, FloatRows<Masked, false>{b.b, b.ldb, tile.mask});
+  tile.finish(d, carried);
 }
 
 /// The same for B a QuantizedStrip in `Format`, one group of rows (one set
 /// of scales) at a time.
 template <int Rows, bool Masked, QuantizedFormat Format>
 __attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectQuantizedRows(int64_t k, const float *a, int64_t lda,
-                          const QuantizedStrip &b, float *c, int64_t ldc,
-                          int64_t cols, bool accumulate) {
+avx512DirectQuantizedRows(const DirectProduct &d, const QuantizedStrip &b) {
+  const float *a = d.a;
+  const int64_t lda = d.lda;
   // One or two rows do too few FMAs per converted value to hide a
   // multiply by the scale, which then bounds the kernel below the memory
   // roofline: they sum a group's products of the raw values and scale
@@ -295,14 +329,14 @@ avx512DirectQuantizedRows(int64_t k, const float *a, int64_t lda,
   // the group's A. More rows would run out of registers for the group's
   // sums, and hide the multiply anyway.
   constexpr bool kScaleSums = Rows <= 2;
-  DirectTile<Rows, Masked> tile(cols);
-  for (QuantizedGroups groups{b, k}; groups.next();) {
+  DirectTile<Rows, Masked> tile(d.cols);
+  for (QuantizedGroups groups{b, d.k}; groups.next();) {
     QuantizedGroupRows<Format, !kScaleSums> rows{b.row, b.lane, {}};
     for (int q = 0; q < kDirectVectors; ++q)
       rows.scales[q] = GroupScales::at<Format>(groups, q * kLanes);
     if constexpr (kScaleSums) {
       constexpr int kChains = Rows == 1 ? 2 : 1;
-      DirectTile<Rows, Masked, kChains> group(cols);
+      DirectTile<Rows, Masked, kChains> group(d.cols);
       group.accumulate(a, lda, groups.begin, groups.end, rows);
       for (int r = 0; r < Rows; ++r) {
         __m512 sumOfA = _mm512_setzero_ps();
@@ -322,37 +356,31 @@ avx512DirectQuantizedRows(int64_t k, const float *a, int64_t lda,
       tile.accumulate(a, lda, groups.begin, groups.end, rows);
     }
   }
-  tile.store(c, ldc, accumulate);
+  tile.store(d.c, d.ldc, d.accumulate);
 }
 
-/// avx512DirectQuantizedRows in the strip's format.
+/// avx512DirectQuantizedRows in the strip's format, in one call.
 template <int Rows, bool Masked>
 __attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectRows(int64_t k, const float *a, int64_t lda,
-                 const QuantizedStrip &b, float *c, int64_t ldc, int64_t cols,
-                 bool accumulate) {
+avx512DirectRows(const DirectProduct &d, const QuantizedStrip &b,
+                 const CarriedSums &) {
   if (b.format == QuantizedFormat::Int8)
-    avx512DirectQuantizedRows<Rows, Masked, QuantizedFormat::Int8>(
-        k, a, lda, b, c, ldc, cols, accumulate);
+    avx512DirectQuantizedRows<Rows, Masked, QuantizedFormat::Int8>(d, b);
   else
-    avx512DirectQuantizedRows<Rows, Masked, QuantizedFormat::Uint4>(
-        k, a, lda, b, c, ldc, cols, accumulate);
+    avx512DirectQuantizedRows<Rows, Masked, QuantizedFormat::Uint4>(d, b);
 }
 
 /// avx512DirectRows for 1 to 4 rows of a whole strip of 64 columns or a
 /// partial one.
 template <typename Strip>
 __attribute__((target("avx512f"), always_inline)) inline void
-avx512DirectStrip(int64_t k, const float *a, int64_t lda, const Strip &b,
-                  float *c, int64_t ldc, int64_t rows, int64_t cols,
-                  bool accumulate) {
-  const bool whole = cols == kDirectColumns;
+avx512DirectStrip(const DirectProduct &d, const Strip &b,
+                  const CarriedSums &carried) {
+  const bool whole = d.cols == kDirectColumns;
 #define KILN_DIRECT_ROWS(R)                                                    \
-  return whole ? avx512DirectRows<R, false>(k, a, lda, b, c, ldc, cols,        \
-                                            accumulate)                        \
-               : avx512DirectRows<R, true>(k, a, lda, b, c, ldc, cols,         \
-                                           accumulate)
-  switch (rows) {
+  return whole ? avx512DirectRows<R, false>(d, b, carried)                      \
+               : avx512DirectRows<R, true>(d, b, carried)
+  switch (d.rows) {
   case 1:
     KILN_DIRECT_ROWS(1);
   case 2:
@@ -366,18 +394,14 @@ avx512DirectStrip(int64_t k, const float *a, int64_t lda, const Strip &b,
 }
 
 __attribute__((target("avx512f"))) void
-avx512Direct(int64_t k, const float *a, int64_t lda, const float *b,
-             int64_t ldb, float *c, int64_t ldc, int64_t rows, int64_t cols,
-             bool accumulate) {
-  avx512DirectStrip(k, a, lda, FloatStrip{b, ldb}, c, ldc, rows, cols,
-                    accumulate);
+avx512Direct(const DirectProduct &d, const float *b, int64_t ldb,
+             const CarriedSums &carried) {
+  avx512DirectStrip(d, FloatStrip{b, ldb}, carried);
 }
 
 __attribute__((target("avx512f"))) void
-avx512DirectQuantized(int64_t k, const float *a, int64_t lda,
-                      const QuantizedStrip &b, float *c, int64_t ldc,
-                      int64_t rows, int64_t cols, bool accumulate) {
-  avx512DirectStrip(k, a, lda, b, c, ldc, rows, cols, accumulate);
+avx512DirectQuantized(const DirectProduct &d, const QuantizedStrip &b) {
+  avx512DirectStrip(d, b, CarriedSums{});
 }
 
 template <QuantizedFormat Format>
@@ -418,10 +442,16 @@ static_assert(kDirectRows == 4, "avx512Direct handles 1 to 4 rows");
 // A 384×256 panel of B (384 KB) fits in the 1 MB and larger L2 of AVX-512
 // cores with room for the C rows and A strips (18 KB each) passing through;
 // kc = 384 keeps the passes over C, one per kc of depth, few.
+// Direct products of 5 to 12 rows (two or three groups) take turns:
+// 8 x 131072 x 1024 streamed B at 67-71 GB/s with them and 40-53 without,
+// where one group (4 rows) streams at 70-80 (kiln-gemm-bench, 2 threads,
+// runs alternated on one VM). From four groups on the products are bound
+// by their multiply-adds, and the turns only add the sums' saving and
+// reloading (4-10% slower at 16 and 32 rows).
 const GemmMicrokernel avx512Microkernel{
     avx512Kernel, kRows,        kColumns,      /*kc=*/384, /*mc=*/960,
     /*nc=*/256,   avx512Direct, kDirectColumns, avx512DirectQuantized,
-    avx512Dequantize};
+    avx512Dequantize, /*mostRowsTakingTurns=*/12};
 
 } // namespace kiln::rt::detail
 
