@@ -401,9 +401,9 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
       const int64_t ldb = panels ? kWeightPanelWidth : g.ldb;
       for (int64_t p = 0; p < g.k; p += depth) {
         const int64_t pieceDepth = std::min(depth, g.k - p);
-        for (int64_t s = 0; s < pieceDepth; s += slice)
+        for (int64_t s = 0; s < pieceDepth; s += slice) {
+          const int64_t sliceDepth = std::min(slice, pieceDepth - s);
           for (int64_t i = 0; i < m; i += detail::kDirectRows) {
-            const int64_t sliceDepth = std::min(slice, pieceDepth - s);
             const detail::DirectProduct product{
                 sliceDepth, g.a + i * g.lda + p + s, g.lda, g.c + i * g.ldc + j,
                 g.ldc, std::min(detail::kDirectRows, m - i), cols,
@@ -420,6 +420,7 @@ void directGemm(const detail::GemmMicrokernel &kernel, const GemmOperands &g,
                                                                 s > 0, s + sliceDepth == pieceDepth}
                                           : detail::CarriedSums{});
           }
+        }
       }
       g.finishTile(0, m, j, cols);
     }
