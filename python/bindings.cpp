@@ -194,6 +194,17 @@ PYBIND11_MODULE(_kiln, m) {
       .def(py::init<const std::string &>())
       .def("encode", &kiln::Tokenizer::encode, py::arg("text"),
            py::arg("add_special_tokens") = true)
+      .def(
+          "encode_pair",
+          [](const kiln::Tokenizer &tokenizer, const std::string &text,
+             std::optional<std::string> pair, bool addSpecialTokens) {
+            kiln::Tokenizer::Encoding encoding = tokenizer.encodePair(
+                text, pair ? std::optional<std::string_view>(*pair) : std::nullopt,
+                addSpecialTokens);
+            return py::make_tuple(encoding.ids, encoding.typeIds);
+          },
+          py::arg("text"), py::arg("pair") = py::none(), py::arg("add_special_tokens") = true,
+          "(ids, type_ids) of a text and its optional pair, joined by the post-processor")
       .def("decode", &kiln::Tokenizer::decode, py::arg("ids"),
            py::arg("skip_special_tokens") = false)
       .def("apply_chat_template", &kiln::Tokenizer::applyChatTemplate, py::arg("context_json"))

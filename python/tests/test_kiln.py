@@ -211,3 +211,12 @@ def test_tokenizer():
     assert tokenizer.encode("Hello world") == [15496, 995]
     assert tokenizer.decode([15496, 995]) == "Hello world"
     assert tokenizer.vocab_size == 50257 and tokenizer.eos_token_id == 50256
+
+
+def test_tokenizer_pairs():
+    # GPT-2's ByteLevel post-processor adds nothing: the two encodings in
+    # turn, the pair's of type 1 (the C++ tests pin each post-processor).
+    tokenizer = kiln.Tokenizer(TOKENIZER)
+    ids, type_ids = tokenizer.encode_pair("Hello", " world")
+    assert ids == [15496, 995] and type_ids == [0, 1]
+    assert tokenizer.encode_pair("Hello") == ([15496], [0])

@@ -80,11 +80,22 @@ public:
   virtual int32_t vocabSize() const = 0;
 };
 
+/// Token ids with the type id (segment) of each, as a model with token type
+/// embeddings (BERT) takes them.
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> typeIds;
+};
+
+/// Joins the encoded sequences (the text, and the pair when there is one,
+/// which arrive with type ids 0 and 1) and adds the special tokens. The
+/// encodings are rewritten in place, perhaps merged into one; whatever is
+/// left is concatenated. Type ids follow the processor's rules even without
+/// the special tokens, as in the Rust library.
 class PostProcessor {
 public:
   virtual ~PostProcessor() = default;
-  /// Adds the special tokens of a single sequence.
-  virtual void process(std::vector<int32_t> &ids) const = 0;
+  virtual void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const = 0;
 };
 
 class Decoder {

@@ -1,4 +1,9 @@
-//===- Models.cpp - tokenizer.json "model" types: BPE, WordPiece, WordLevel ===//
+//===- Models.cpp - tokenizer.json "model" types ----------------------------===//
+//
+// BPE, WordPiece, WordLevel and Unigram, each turning one pre-tokenized word
+// into ids as the Rust library does.
+//
+//===----------------------------------------------------------------------===//
 #include "Components.h"
 
 #include "TokenizerError.h"
@@ -14,9 +19,11 @@ namespace kiln::tok {
 namespace {
 
 // token <-> id. The map's keys view the strings in `tokens_`, which never move
-// after loading.
+// after loading (a move of the whole vocabulary keeps them where they are; a
+// copy would not, so there is none).
 class Vocabulary {
 public:
+  /// From {"token": id, ...}, as BPE, WordPiece and WordLevel give it.
   Vocabulary(const Json &vocab, const JsonPath &path) {
     if (!vocab.is_object())
       throw TokenizerError(path.text + ": expected an object of token: id");
@@ -38,13 +45,17 @@ public:
       tokens_[id] = it.key();
       present_[id] = true;
     }
-    ids_.reserve(tokens_.size());
-    for (size_t id = 0; id < tokens_.size(); ++id)
-      if (present_[id]) {
-        ids_.emplace(tokens_[id], (int32_t)id);
-        longest_ = std::max(longest_, tokens_[id].size());
-      }
+    index();
   }
+  /// From the tokens in id order, as Unigram gives them. A token listed
+  /// twice is found under its last id, as in the Rust library.
+  explicit Vocabulary(std::vector<std::string> tokens)
+      : tokens_(std::move(tokens)), present_(tokens_.size(), true) {
+    index();
+  }
+  Vocabulary(Vocabulary &&) = default;
+  Vocabulary(const Vocabulary &) = delete;
+
   std::optional<int32_t> find(std::string_view token) const {
     auto it = ids_.find(token);
     if (it == ids_.end())
@@ -61,6 +72,15 @@ public:
   size_t longest() const { return longest_; }
 
 private:
+  void index() {
+    ids_.reserve(tokens_.size());
+    for (size_t id = 0; id < tokens_.size(); ++id)
+      if (present_[id]) {
+        ids_[tokens_[id]] = (int32_t)id;
+        longest_ = std::max(longest_, tokens_[id].size());
+      }
+  }
+
   size_t longest_ = 0;
   std::vector<std::string> tokens_;
   std::vector<bool> present_;
@@ -128,6 +148,8 @@ private:
 // The token <-> id half of a model, the same for every kind.
 class VocabularyModel : public Model {
 public:
+  explicit VocabularyModel(Vocabulary vocab) : vocab_(std::move(vocab)) {}
+  /// The {"token": id} map at the config's "vocab".
   VocabularyModel(const Json &config, const JsonPath &path)
       : vocab_(field(config, "vocab", path), path / "vocab") {}
   std::optional<int32_t> tokenToId(std::string_view token) const override {
@@ -140,6 +162,32 @@ protected:
   Vocabulary vocab_;
 };
 
+// SentencePiece's byte pieces "<0x00>".."<0xFF>", which stand for the bytes
+// of text no piece covers when a model has byte_fallback.
+class BytePieces {
+public:
+  explicit BytePieces(const Vocabulary &vocab) {
+    for (int byte = 0; byte < 256; ++byte) {
+      char name[8];
+      std::snprintf(name, sizeof name, "<0x%02X>", byte);
+      ids_[byte] = vocab.find(name).value_or(-1);
+    }
+  }
+  /// Appends the pieces of `text`'s bytes; false, appending nothing, when
+  /// the vocabulary lacks one of them.
+  bool append(std::string_view text, std::vector<int32_t> &ids) const {
+    for (unsigned char byte : text)
+      if (ids_[byte] < 0)
+        return false;
+    for (unsigned char byte : text)
+      ids.push_back(ids_[byte]);
+    return true;
+  }
+
+private:
+  int32_t ids_[256];
+};
+
 class Bpe : public VocabularyModel {
 public:
   Bpe(const Json &config, const JsonPath &path)
@@ -147,18 +195,13 @@ public:
         prefix_(optionalString(config, "continuing_subword_prefix", path).value_or("")),
         suffix_(optionalString(config, "end_of_word_suffix", path).value_or("")),
         fuseUnk_(boolField(config, "fuse_unk", false, path)),
-        byteFallback_(boolField(config, "byte_fallback", false, path)),
         ignoreMerges_(boolField(config, "ignore_merges", false, path)) {
     auto dropout = config.find("dropout");
     if (dropout != config.end() && !dropout->is_null() && dropout->get<double>() > 0.0)
       throw TokenizerError((path / "dropout").text +
                            ": BPE dropout is for training; inference takes none");
-    if (byteFallback_)
-      for (int byte = 0; byte < 256; ++byte) {
-        char name[8];
-        std::snprintf(name, sizeof name, "<0x%02X>", byte);
-        byteIds_[byte] = vocab_.find(name).value_or(-1);
-      }
+    if (boolField(config, "byte_fallback", false, path))
+      bytePieces_.emplace(vocab_);
     loadMerges(field(config, "merges", path), path / "merges");
   }
 
@@ -255,16 +298,9 @@ private:
         pendingUnknown.reset();
         continue;
       }
-      if (byteFallback_) {
-        bool all = true;
-        for (unsigned char byte : piece)
-          all = all && byteIds_[byte] >= 0;
-        if (all) {
-          for (unsigned char byte : piece)
-            symbols.push_back(byteIds_[byte]);
-          pendingUnknown.reset();
-          continue;
-        }
+      if (bytePieces_ && bytePieces_->append(piece, symbols)) {
+        pendingUnknown.reset();
+        continue;
       }
       // Without an unknown token the character is dropped, as in the Rust
       // library.
@@ -323,8 +359,8 @@ private:
 
   std::optional<int32_t> unk_;
   std::string prefix_, suffix_;
-  bool fuseUnk_, byteFallback_, ignoreMerges_;
-  int32_t byteIds_[256];
+  bool fuseUnk_, ignoreMerges_;
+  std::optional<BytePieces> bytePieces_; // with byte_fallback
   std::unordered_map<uint64_t, MergeResult> merges_;
   WordCache cache_;
 };
@@ -415,6 +451,168 @@ private:
   std::optional<int32_t> unk_;
 };
 
+
+// SentencePiece's unigram language model: of all the ways to cut a word into
+// pieces, the one whose scores (log probabilities) add up to the most, found
+// by Viterbi over the word's characters as the Rust library's
+// encode_optimized does, ties going to the path found first. A character no
+// piece covers costs the lowest score less 10 and stands for the unknown
+// token; runs of them fuse into one, which byte_fallback spells as byte
+// pieces instead.
+class Unigram : public VocabularyModel {
+public:
+  Unigram(const Json &config, const JsonPath &path)
+      : VocabularyModel(piecesOf(config, path)), scores_(scoresOf(config, path)) {
+    double lowest = 0.0;
+    for (size_t id = 0; id < scores_.size(); ++id) {
+      lowest = id == 0 ? scores_[id] : std::min(lowest, scores_[id]);
+      trie_.insert(*vocab_.token((int32_t)id), (int32_t)id);
+    }
+    unknownScore_ = lowest - 10.0;
+    auto unk = config.find("unk_id");
+    if (unk != config.end() && !unk->is_null()) {
+      if (!unk->is_number_integer() || unk->get<int64_t>() < 0 ||
+          unk->get<int64_t>() >= vocab_.size())
+        throw TokenizerError((path / "unk_id").text + ": expected an index into the vocabulary (" +
+                             std::to_string(vocab_.size()) + " pieces)");
+      unk_ = unk->get<int32_t>();
+    }
+    if (boolField(config, "byte_fallback", false, path))
+      bytePieces_.emplace(vocab_);
+  }
+
+  void tokenize(std::string_view word, std::vector<int32_t> &ids) const override {
+    cache_.tokenize(word, ids, [this](std::string_view w, std::vector<int32_t> &out) {
+      segment(w, out);
+    });
+  }
+
+private:
+  static Vocabulary piecesOf(const Json &config, const JsonPath &path) {
+    const Json &vocab = field(config, "vocab", path);
+    if (!vocab.is_array() || vocab.empty())
+      throw TokenizerError((path / "vocab").text + ": expected a non-empty list of [piece, score]");
+    std::vector<std::string> pieces;
+    pieces.reserve(vocab.size());
+    for (size_t id = 0; id < vocab.size(); ++id) {
+      const Json &entry = vocab[id];
+      if (!entry.is_array() || entry.size() != 2 || !entry[0].is_string() ||
+          !entry[1].is_number())
+        throw TokenizerError((path / "vocab")[id].text + ": expected [piece, score]");
+      if (entry[0].get_ref<const std::string &>().empty())
+        throw TokenizerError((path / "vocab")[id].text + ": the piece is empty");
+      pieces.push_back(entry[0].get<std::string>());
+    }
+    return Vocabulary(std::move(pieces));
+  }
+  static std::vector<double> scoresOf(const Json &config, const JsonPath &path) {
+    std::vector<double> scores;
+    for (const Json &entry : field(config, "vocab", path))
+      scores.push_back(entry[1].get<double>());
+    return scores;
+  }
+
+  // The pieces as a byte trie, to find every piece that starts a text.
+  class PieceTrie {
+  public:
+    void insert(std::string_view piece, int32_t id) {
+      int32_t node = 0;
+      for (unsigned char byte : piece) {
+        auto [child, added] = children_.emplace(key(node, byte), (int32_t)pieceAt_.size());
+        if (added)
+          pieceAt_.push_back(-1);
+        node = child->second;
+      }
+      pieceAt_[node] = id; // a repeated piece keeps its last id
+    }
+    /// Calls `found(length, id)` for each piece that `text` starts with,
+    /// shortest first.
+    template <typename Found>
+    void forEachPrefix(std::string_view text, const Found &found) const {
+      int32_t node = 0;
+      for (size_t length = 1; length <= text.size(); ++length) {
+        auto child = children_.find(key(node, (unsigned char)text[length - 1]));
+        if (child == children_.end())
+          return;
+        node = child->second;
+        if (pieceAt_[node] >= 0)
+          found(length, pieceAt_[node]);
+      }
+    }
+
+  private:
+    static uint64_t key(int32_t node, unsigned char byte) {
+      return ((uint64_t)(uint32_t)node << 8) | byte;
+    }
+    std::unordered_map<uint64_t, int32_t> children_;
+    std::vector<int32_t> pieceAt_{-1}; // by node; the root holds none
+  };
+
+  void segment(std::string_view word, std::vector<int32_t> &ids) const {
+    // best[end]: the best path over word[0, end) and its last piece.
+    struct Best {
+      double score = 0.0;
+      int64_t start = -1; // -1: no path ends here yet
+      int32_t id = 0;
+    };
+    std::vector<Best> best(word.size() + 1);
+    auto offer = [&](size_t start, size_t end, int32_t id, double score) {
+      double total = best[start].score + score;
+      if (best[end].start < 0 || total > best[end].score)
+        best[end] = {total, (int64_t)start, id};
+    };
+    for (size_t start = 0; start < word.size();) {
+      size_t charLength = std::min(utf8Length((unsigned char)word[start]), word.size() - start);
+      bool coversChar = false;
+      trie_.forEachPrefix(word.substr(start), [&](size_t length, int32_t id) {
+        offer(start, start + length, id, scores_[id]);
+        coversChar = coversChar || length == charLength;
+      });
+      if (!coversChar) {
+        if (!unk_)
+          throw TokenizerError("Unigram model: '" + std::string(word.substr(start, charLength)) +
+                               "' is not in the vocabulary and there is no unk_id");
+        offer(start, start + charLength, *unk_, unknownScore_);
+      }
+      start += charLength;
+    }
+    // Walk back, fusing runs of unknowns, then emit in order.
+    struct Cut {
+      size_t start, end;
+      int32_t id;
+    };
+    std::vector<Cut> cuts;
+    for (size_t end = word.size(); end > 0;) {
+      const Best &last = best[end];
+      size_t start = (size_t)last.start;
+      if (unk_ && last.id == *unk_ && !cuts.empty() && cuts.back().id == *unk_)
+        cuts.back().start = start;
+      else
+        cuts.push_back({start, end, last.id});
+      end = start;
+    }
+    for (auto cut = cuts.rbegin(); cut != cuts.rend(); ++cut) {
+      if (!unk_ || cut->id != *unk_) {
+        ids.push_back(cut->id);
+        continue;
+      }
+      // An unknown run is looked up as text first, as the Rust library does.
+      std::string_view text = word.substr(cut->start, cut->end - cut->start);
+      if (std::optional<int32_t> id = vocab_.find(text))
+        ids.push_back(*id);
+      else if (!(bytePieces_ && bytePieces_->append(text, ids)))
+        ids.push_back(*unk_);
+    }
+  }
+
+  std::vector<double> scores_;
+  double unknownScore_ = 0.0;
+  std::optional<int32_t> unk_;
+  std::optional<BytePieces> bytePieces_; // with byte_fallback
+  PieceTrie trie_;
+  WordCache cache_;
+};
+
 } // namespace
 
 std::unique_ptr<Model> makeModel(const Json &config, const JsonPath &path) {
@@ -429,7 +627,9 @@ std::unique_ptr<Model> makeModel(const Json &config, const JsonPath &path) {
     return std::make_unique<WordPiece>(config, path);
   if (type == "WordLevel")
     return std::make_unique<WordLevel>(config, path);
-  unsupported("model", type, path, "BPE, WordPiece and WordLevel");
+  if (type == "Unigram")
+    return std::make_unique<Unigram>(config, path);
+  unsupported("model", type, path, "BPE, WordPiece, WordLevel and Unigram");
 }
 
 } // namespace kiln::tok

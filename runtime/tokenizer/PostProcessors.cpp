@@ -1,8 +1,8 @@
 //===- PostProcessors.cpp - tokenizer.json "post_processor" types ---------===//
 //
-// Only the ids matter to Kiln: offsets and type ids are not produced, so
-// ByteLevel's offset trimming has nothing to do. Pairs of sequences are not
-// encoded yet, so only the "single" template is read.
+// Only ids and type ids matter to Kiln: offsets are not produced, so
+// ByteLevel's offset trimming has nothing to do. Each type joins a sequence
+// and its pair as the Rust library does, type ids included.
 //
 //===----------------------------------------------------------------------===//
 #include "Components.h"
@@ -13,78 +13,175 @@ namespace kiln::tok {
 
 namespace {
 
+void append(Encoding &to, const std::vector<int32_t> &ids, int32_t typeId) {
+  to.ids.insert(to.ids.end(), ids.begin(), ids.end());
+  to.typeIds.insert(to.typeIds.end(), ids.size(), typeId);
+}
+
 class Template : public PostProcessor {
 public:
-  // Each item is either the sequence itself (an empty list) or the ids of one
-  // special token.
-  explicit Template(std::vector<std::optional<std::vector<int32_t>>> items)
-      : items_(std::move(items)) {}
-  void process(std::vector<int32_t> &ids) const override {
-    std::vector<int32_t> out;
-    out.reserve(ids.size() + items_.size());
-    for (const auto &item : items_) {
-      if (item)
-        out.insert(out.end(), item->begin(), item->end());
-      else
-        out.insert(out.end(), ids.begin(), ids.end());
+  // An item is one of the sequences ($A is 0, $B is 1; a sequence that is
+  // not there adds nothing) or the ids of one special token, with the type
+  // id it gives them.
+  struct Item {
+    int sequence = -1;
+    std::vector<int32_t> specialIds;
+    int32_t typeId = 0;
+  };
+  Template(std::vector<Item> single, std::optional<std::vector<Item>> pair, std::string pairPath)
+      : single_(std::move(single)), pair_(std::move(pair)), pairPath_(std::move(pairPath)) {}
+
+  void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const override {
+    if (encodings.size() > 1 && !pair_)
+      throw TokenizerError(pairPath_ + ": missing, so pairs of sequences cannot be encoded");
+    const std::vector<Item> &items = encodings.size() > 1 ? *pair_ : single_;
+    size_t length = 0;
+    for (const Item &item : items)
+      length += item.sequence < 0 ? item.specialIds.size()
+                : (size_t)item.sequence < encodings.size() ? encodings[item.sequence].ids.size()
+                                                           : 0;
+    Encoding out;
+    out.ids.reserve(length);
+    out.typeIds.reserve(length);
+    for (const Item &item : items) {
+      if (item.sequence < 0) {
+        if (addSpecialTokens)
+          append(out, item.specialIds, item.typeId);
+      } else if ((size_t)item.sequence < encodings.size()) {
+        append(out, encodings[item.sequence].ids, item.typeId);
+      }
     }
-    ids = std::move(out);
+    encodings.assign(1, std::move(out));
   }
 
 private:
-  std::vector<std::optional<std::vector<int32_t>>> items_;
+  std::vector<Item> single_;
+  std::optional<std::vector<Item>> pair_;
+  std::string pairPath_;
+};
+
+// BertProcessing: [CLS] A [SEP] B [SEP], the pair's part of type 1. Without
+// the special tokens the sequences keep their own type ids.
+class Bert : public PostProcessor {
+public:
+  Bert(int32_t cls, int32_t sep) : cls_(cls), sep_(sep) {}
+  void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const override {
+    if (!addSpecialTokens)
+      return;
+    Encoding out;
+    append(out, {cls_}, 0);
+    append(out, encodings[0].ids, 0);
+    append(out, {sep_}, 0);
+    if (encodings.size() > 1) {
+      append(out, encodings[1].ids, 1);
+      append(out, {sep_}, 1);
+    }
+    encodings.assign(1, std::move(out));
+  }
+
+private:
+  int32_t cls_, sep_;
+};
+
+// RobertaProcessing: <s> A </s> </s> B </s>, every type id 0 (RoBERTa has no
+// token types), with or without the special tokens.
+class Roberta : public PostProcessor {
+public:
+  Roberta(int32_t cls, int32_t sep) : cls_(cls), sep_(sep) {}
+  void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const override {
+    Encoding out;
+    for (size_t i = 0; i < encodings.size(); ++i) {
+      if (addSpecialTokens)
+        append(out, {i == 0 ? cls_ : sep_}, 0);
+      append(out, encodings[i].ids, 0);
+      if (addSpecialTokens)
+        append(out, {sep_}, 0);
+    }
+    encodings.assign(1, std::move(out));
+  }
+
+private:
+  int32_t cls_, sep_;
 };
 
 class NoOp : public PostProcessor {
 public:
-  void process(std::vector<int32_t> &) const override {}
+  void process(std::vector<Encoding> &, bool) const override {}
 };
 
 class ProcessorSequence : public PostProcessor {
 public:
   explicit ProcessorSequence(std::vector<std::unique_ptr<PostProcessor>> steps)
       : steps_(std::move(steps)) {}
-  void process(std::vector<int32_t> &ids) const override {
+  void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const override {
     for (const auto &step : steps_)
-      step->process(ids);
+      step->process(encodings, addSpecialTokens);
   }
 
 private:
   std::vector<std::unique_ptr<PostProcessor>> steps_;
 };
 
-std::unique_ptr<PostProcessor> makeTemplate(const Json &config, const JsonPath &path) {
-  const Json &single = field(config, "single", path);
-  const Json &specials = field(config, "special_tokens", path);
-  std::vector<std::optional<std::vector<int32_t>>> items;
-  for (size_t i = 0; i < single.size(); ++i) {
-    JsonPath itemPath = (path / "single")[i];
-    const Json &item = single[i];
-    if (item.contains("Sequence")) {
-      items.emplace_back();
-      continue;
-    }
-    if (!item.contains("SpecialToken"))
-      throw TokenizerError(itemPath.text + ": expected Sequence or SpecialToken");
-    std::string name = stringField(item["SpecialToken"], "id", itemPath / "SpecialToken");
-    auto special = specials.find(name);
-    if (special == specials.end())
-      throw TokenizerError(itemPath.text + ": '" + name +
-                           "' is not in " + (path / "special_tokens").text);
-    std::vector<int32_t> ids;
-    for (const Json &id : field(*special, "ids", path / "special_tokens" / name)) {
-      if (!id.is_number_integer())
-        throw TokenizerError((path / "special_tokens" / name / "ids").text +
-                             ": expected integers");
-      ids.push_back(id.get<int32_t>());
-    }
-    items.emplace_back(std::move(ids));
-  }
-  return std::make_unique<Template>(std::move(items));
+int32_t typeIdOf(const Json &item, const JsonPath &path) {
+  auto typeId = item.find("type_id");
+  if (typeId == item.end())
+    return 0;
+  if (!typeId->is_number_integer() || typeId->get<int64_t>() < 0 ||
+      typeId->get<int64_t>() > INT32_MAX)
+    throw TokenizerError((path / "type_id").text + ": expected a non-negative integer");
+  return typeId->get<int32_t>();
 }
 
-// BertProcessing and RobertaProcessing: [cls] sequence [sep], each given as
-// ["token", id].
+std::vector<Template::Item> templateItems(const Json &items, const Json &specials,
+                                          const JsonPath &path, const JsonPath &specialsPath) {
+  if (!items.is_array())
+    throw TokenizerError(path.text + ": expected a list");
+  std::vector<Template::Item> result;
+  for (size_t i = 0; i < items.size(); ++i) {
+    JsonPath itemPath = path[i];
+    const Json &item = items[i];
+    Template::Item parsed;
+    if (item.contains("Sequence")) {
+      JsonPath sequencePath = itemPath / "Sequence";
+      std::string id = stringField(item["Sequence"], "id", sequencePath);
+      if (id != "A" && id != "B")
+        throw TokenizerError((sequencePath / "id").text + ": expected A or B, got '" + id + "'");
+      parsed.sequence = id == "A" ? 0 : 1;
+      parsed.typeId = typeIdOf(item["Sequence"], sequencePath);
+    } else if (item.contains("SpecialToken")) {
+      JsonPath tokenPath = itemPath / "SpecialToken";
+      std::string name = stringField(item["SpecialToken"], "id", tokenPath);
+      auto special = specials.find(name);
+      if (special == specials.end())
+        throw TokenizerError(tokenPath.text + ": '" + name + "' is not in " + specialsPath.text);
+      for (const Json &id : field(*special, "ids", specialsPath / name)) {
+        if (!id.is_number_integer())
+          throw TokenizerError((specialsPath / name / "ids").text + ": expected integers");
+        parsed.specialIds.push_back(id.get<int32_t>());
+      }
+      parsed.typeId = typeIdOf(item["SpecialToken"], tokenPath);
+    } else {
+      throw TokenizerError(itemPath.text + ": expected Sequence or SpecialToken");
+    }
+    result.push_back(std::move(parsed));
+  }
+  return result;
+}
+
+std::unique_ptr<PostProcessor> makeTemplate(const Json &config, const JsonPath &path) {
+  const Json &specials = field(config, "special_tokens", path);
+  JsonPath specialsPath = path / "special_tokens";
+  std::vector<Template::Item> single =
+      templateItems(field(config, "single", path), specials, path / "single", specialsPath);
+  std::optional<std::vector<Template::Item>> pair;
+  auto pairConfig = config.find("pair");
+  if (pairConfig != config.end() && !pairConfig->is_null())
+    pair = templateItems(*pairConfig, specials, path / "pair", specialsPath);
+  return std::make_unique<Template>(std::move(single), std::move(pair), (path / "pair").text);
+}
+
+// BertProcessing and RobertaProcessing name their tokens as ["token", id].
+template <typename Processor>
 std::unique_ptr<PostProcessor> makeClsSep(const Json &config, const JsonPath &path) {
   auto idOf = [&](const char *key) {
     const Json &pair = field(config, key, path);
@@ -92,11 +189,7 @@ std::unique_ptr<PostProcessor> makeClsSep(const Json &config, const JsonPath &pa
       throw TokenizerError((path / key).text + ": expected [token, id]");
     return pair[1].get<int32_t>();
   };
-  std::vector<std::optional<std::vector<int32_t>>> items;
-  items.emplace_back(std::vector<int32_t>{idOf("cls")});
-  items.emplace_back();
-  items.emplace_back(std::vector<int32_t>{idOf("sep")});
-  return std::make_unique<Template>(std::move(items));
+  return std::make_unique<Processor>(idOf("cls"), idOf("sep"));
 }
 
 } // namespace
@@ -107,8 +200,10 @@ std::unique_ptr<PostProcessor> makePostProcessor(const Json &config, const JsonP
   std::string type = stringField(config, "type", path);
   if (type == "TemplateProcessing")
     return makeTemplate(config, path);
-  if (type == "BertProcessing" || type == "RobertaProcessing")
-    return makeClsSep(config, path);
+  if (type == "BertProcessing")
+    return makeClsSep<Bert>(config, path);
+  if (type == "RobertaProcessing")
+    return makeClsSep<Roberta>(config, path);
   if (type == "ByteLevel")
     return std::make_unique<NoOp>();
   if (type == "Sequence") {

@@ -136,13 +136,18 @@ TokenizerConfig readConfig(const Json &config, const std::string &file) {
   auto chat = config.find("chat_template");
   if (chat != config.end() && !chat->is_null()) {
     if (chat->is_string()) {
-      result.chatTemplate = chat->get<std::string>();
+      result.chatTemplates["default"] = chat->get<std::string>();
     } else if (chat->is_array()) {
-      // Several named templates: the one named "default" is the chat one.
-      for (const Json &entry : *chat)
-        if (entry.is_object() && entry.value("name", "") == "default" &&
-            entry.contains("template") && entry["template"].is_string())
-          result.chatTemplate = entry["template"].get<std::string>();
+      // Several named templates, [{"name": ..., "template": ...}, ...].
+      for (size_t i = 0; i < chat->size(); ++i) {
+        const Json &entry = (*chat)[i];
+        std::string at = file + ": chat_template[" + std::to_string(i) + "]";
+        if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
+            !entry.contains("template") || !entry["template"].is_string())
+          throw TokenizerError(at + ": expected {\"name\": string, \"template\": string}");
+        result.chatTemplates[entry["name"].get<std::string>()] =
+            entry["template"].get<std::string>();
+      }
     } else {
       throw TokenizerError(file + ": chat_template: expected a string or a list");
     }
@@ -182,15 +187,15 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string &path) {
     tokenizer->config_ = readConfig(*config, configFile);
   // A template outside the supported subset does not stop the tokenizer from
   // encoding; rendering it reports why.
-  if (!tokenizer->config_.chatTemplate) {
-    tokenizer->chatTemplateError_ = "the tokenizer has no chat template (" + configFile +
-                                    " names none)";
-  } else {
+  tokenizer->configFile_ = configFile;
+  for (const auto &[name, source] : tokenizer->config_.chatTemplates) {
+    NamedChatTemplate &named = tokenizer->chatTemplates_[name];
     try {
-      tokenizer->chatTemplate_ = std::make_unique<ChatTemplate>(*tokenizer->config_.chatTemplate);
+      named.parsed = std::make_unique<ChatTemplate>(source);
     } catch (const TokenizerError &error) {
-      tokenizer->chatTemplateError_ =
-          configFile + ": chat_template: " + error.what();
+      named.error = configFile + ": chat_template" +
+                    (tokenizer->config_.chatTemplates.size() > 1 ? " '" + name + "'" : "") +
+                    ": " + error.what();
     }
   }
   return tokenizer;
@@ -248,10 +253,11 @@ void Tokenizer::encodeText(std::string_view text, bool atStart,
       model_->tokenize(piece.text, ids);
 }
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTokens) const {
+std::vector<int32_t> Tokenizer::encodeSequence(std::string_view text, const char *which) const {
   size_t bad = firstInvalidUtf8(text);
   if (bad != text.size())
-    throw TokenizerError("text is not valid UTF-8 at byte " + std::to_string(bad));
+    throw TokenizerError(std::string(which) + " is not valid UTF-8 at byte " +
+                         std::to_string(bad));
   std::vector<int32_t> ids;
   // Each stretch between raw added tokens is normalized, then searched for
   // the normalized added tokens, and what remains goes to the model.
@@ -280,9 +286,28 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool addSpecialTok
   }
   if (previous < text.size())
     encodeStretch(text.substr(previous), previous == 0);
-  if (addSpecialTokens && postProcessor_)
-    postProcessor_->process(ids);
   return ids;
+}
+
+Encoding Tokenizer::encode(std::string_view text, std::optional<std::string_view> pair,
+                           bool addSpecialTokens) const {
+  // The sequences enter the post-processor with type ids 0 and 1.
+  std::vector<Encoding> encodings;
+  encodings.reserve(2);
+  encodings.push_back({encodeSequence(text, "text"), {}});
+  if (pair)
+    encodings.push_back({encodeSequence(*pair, "pair"), {}});
+  for (size_t i = 0; i < encodings.size(); ++i)
+    encodings[i].typeIds.assign(encodings[i].ids.size(), (int32_t)i);
+  if (postProcessor_)
+    postProcessor_->process(encodings, addSpecialTokens);
+  Encoding joined = std::move(encodings[0]);
+  for (size_t i = 1; i < encodings.size(); ++i) {
+    joined.ids.insert(joined.ids.end(), encodings[i].ids.begin(), encodings[i].ids.end());
+    joined.typeIds.insert(joined.typeIds.end(), encodings[i].typeIds.begin(),
+                          encodings[i].typeIds.end());
+  }
+  return joined;
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const {
@@ -345,14 +370,33 @@ int32_t Tokenizer::vocabSize() const {
 }
 
 std::string Tokenizer::applyChatTemplate(nlohmann::ordered_json context) const {
-  if (!chatTemplate_)
-    throw NoChatTemplate(chatTemplateError_);
+  if (chatTemplates_.empty())
+    throw NoChatTemplate("the tokenizer has no chat template (" + configFile_ + " names none)");
   if (!context.is_object())
     throw TokenizerError("the chat template's context must be a JSON object");
+  // As transformers chooses among named templates: "tool_use" when the
+  // request brings tools and there is one, else "default".
+  auto tools = context.find("tools");
+  bool withTools = tools != context.end() && !tools->is_null();
+  auto chosen = chatTemplates_.end();
+  if (withTools)
+    chosen = chatTemplates_.find("tool_use");
+  if (chosen == chatTemplates_.end())
+    chosen = chatTemplates_.find("default");
+  if (chosen == chatTemplates_.end()) {
+    std::string names;
+    for (const auto &named : chatTemplates_)
+      names += (names.empty() ? "'" : ", '") + named.first + "'";
+    throw NoChatTemplate(configFile_ + ": chat_template has several templates (" + names +
+                         ") and none is named 'default'" +
+                         (withTools ? " or 'tool_use'" : ""));
+  }
+  if (!chosen->second.parsed)
+    throw NoChatTemplate(chosen->second.error);
   context["bos_token"] = config_.bosToken.value_or("");
   context["eos_token"] = config_.eosToken.value_or("");
   try {
-    return chatTemplate_->render(context);
+    return chosen->second.parsed->render(context);
   } catch (const TokenizerError &error) {
     throw TokenizerError(std::string("chat template: ") + error.what());
   }

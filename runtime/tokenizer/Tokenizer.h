@@ -13,6 +13,7 @@
 #include "Components.h"
 #include "TokenizerError.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -47,7 +48,8 @@ private:
 
 struct TokenizerConfig {
   std::optional<std::string> bosToken, eosToken, unkToken, padToken;
-  std::optional<std::string> chatTemplate;
+  /// The chat templates by name; a lone template is named "default".
+  std::map<std::string, std::string> chatTemplates;
 };
 
 class Tokenizer {
@@ -57,7 +59,14 @@ public:
   static std::unique_ptr<Tokenizer> load(const std::string &path);
 
   /// `text` must be UTF-8; the error names the first bad byte's offset.
-  std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens) const;
+  std::vector<int32_t> encode(std::string_view text, bool addSpecialTokens) const {
+    return encode(text, std::nullopt, addSpecialTokens).ids;
+  }
+  /// A sequence and, optionally, its pair (a question and a passage, say),
+  /// joined by the post-processor, with each token's type id. The error for
+  /// bad UTF-8 names the sequence and the byte.
+  Encoding encode(std::string_view text, std::optional<std::string_view> pair,
+                  bool addSpecialTokens) const;
   /// Ids outside the vocabulary are an error naming the id.
   std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens) const;
   /// The token of `id`, or the error decode gives for an id outside the
@@ -71,7 +80,9 @@ public:
   int32_t vocabSize() const;
   const TokenizerConfig &config() const { return config_; }
   /// The chat template over `context` (messages, add_generation_prompt,
-  /// tools), with bos_token and eos_token from the config. Throws
+  /// tools), with bos_token and eos_token from the config. Of several named
+  /// templates, "tool_use" serves a context with tools when there is one,
+  /// and "default" serves the rest, as in transformers. Throws
   /// NoChatTemplate when there is none, or it is outside the supported
   /// subset; TokenizerError when it refuses the messages.
   /// The context is ordered: a template that prints a tool's schema prints
@@ -82,6 +93,8 @@ private:
   Tokenizer() = default;
   void loadAddedTokens(const Json &list, const JsonPath &path);
   void encodeText(std::string_view text, bool atStart, std::vector<int32_t> &ids) const;
+  /// One sequence's ids, before post-processing.
+  std::vector<int32_t> encodeSequence(std::string_view text, const char *which) const;
 
   std::unique_ptr<Normalizer> normalizer_;
   std::unique_ptr<PreTokenizer> preTokenizer_;
@@ -94,8 +107,12 @@ private:
   AddedTokenMatcher rawMatcher_;        // matched before normalization
   AddedTokenMatcher normalizedMatcher_; // matched in normalized text
   TokenizerConfig config_;
-  std::unique_ptr<ChatTemplate> chatTemplate_;
-  std::string chatTemplateError_; // why there is none
+  struct NamedChatTemplate {
+    std::unique_ptr<ChatTemplate> parsed;
+    std::string error; // why it could not be parsed
+  };
+  std::map<std::string, NamedChatTemplate> chatTemplates_;
+  std::string configFile_; // tokenizer_config.json, for errors
 };
 
 /// The tokenizer has no chat template Kiln can render.

@@ -7,8 +7,10 @@
 
 #include "runtime/src/Status.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 using kiln::rt::guarded;
 using kiln::rt::makeStatus;
@@ -57,6 +59,15 @@ void setText(const std::string &text, kiln_text_t *out) {
   out->length = text.size();
 }
 
+// A malloc'd copy the caller frees (never NULL, even for no ids).
+int32_t *copyIds(const std::vector<int32_t> &ids) {
+  auto *copy = static_cast<int32_t *>(std::malloc(std::max<size_t>(ids.size(), 1) * sizeof(int32_t)));
+  if (!copy)
+    throw std::bad_alloc();
+  std::copy(ids.begin(), ids.end(), copy);
+  return copy;
+}
+
 int32_t idOrMinusOne(const Tokenizer &tokenizer, const std::optional<std::string> &token) {
   if (!token)
     return -1;
@@ -73,6 +84,14 @@ void kiln_token_ids_free(kiln_token_ids_t *ids) {
   std::free(ids->ids);
   ids->ids = nullptr;
   ids->count = 0;
+}
+
+void kiln_encoding_free(kiln_encoding_t *encoding) {
+  if (!encoding)
+    return;
+  std::free(encoding->ids);
+  std::free(encoding->type_ids);
+  *encoding = {};
 }
 
 void kiln_text_free(kiln_text_t *text) {
@@ -108,11 +127,35 @@ kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tokenizer, const cha
   return tokenizerCall("kiln_tokenizer_encode", [&]() -> kiln_status_t {
     std::vector<int32_t> ids = tokenizer->tokenizer->encode(
         std::string_view(text ? text : "", length), add_special_tokens != 0);
-    out->ids = static_cast<int32_t *>(std::malloc(std::max<size_t>(ids.size(), 1) * sizeof(int32_t)));
-    if (!out->ids)
-      throw std::bad_alloc();
-    std::copy(ids.begin(), ids.end(), out->ids);
+    out->ids = copyIds(ids);
     out->count = ids.size();
+    return nullptr;
+  });
+}
+
+kiln_status_t kiln_tokenizer_encode_pair(const kiln_tokenizer_t *tokenizer, const char *text,
+                                         size_t length, const char *pair, size_t pair_length,
+                                         int add_special_tokens, kiln_encoding_t *out) {
+  if (!tokenizer || !out || (!text && length))
+    return missing("kiln_tokenizer_encode_pair",
+                   !tokenizer ? "tokenizer" : !out ? "out" : "text");
+  *out = {};
+  return tokenizerCall("kiln_tokenizer_encode_pair", [&]() -> kiln_status_t {
+    std::optional<std::string_view> second;
+    if (pair)
+      second = std::string_view(pair, pair_length);
+    kiln::tok::Encoding encoding = tokenizer->tokenizer->encode(
+        std::string_view(text ? text : "", length), second, add_special_tokens != 0);
+    kiln_encoding_t result = {};
+    result.count = encoding.ids.size();
+    try {
+      result.ids = copyIds(encoding.ids);
+      result.type_ids = copyIds(encoding.typeIds);
+    } catch (...) {
+      kiln_encoding_free(&result);
+      throw;
+    }
+    *out = result;
     return nullptr;
   });
 }

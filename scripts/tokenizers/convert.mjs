@@ -7,7 +7,7 @@
 //   node scripts/tokenizers/convert.mjs --out DIR [--only NAME[,NAME...]]
 //                                       [--merges pairs|strings]
 //
-// Writes DIR/{gpt2,llama,llama-metaspace,claude,bert-wordpiece}/.
+// Writes DIR/{gpt2,llama,llama-metaspace,llama-unigram,claude,bert-wordpiece}/.
 // Output is deterministic (no timestamps, fixed key and entry order).
 // --merges strings writes BPE merges in the pre-0.20 "a b" string form instead
 // of the [a, b] pairs current `tokenizers` writes (both are valid input).
@@ -46,8 +46,11 @@ function toJson(value, indent = '') {
   if (value !== null && typeof value === 'object') {
     return toJson(new Ordered(Object.entries(value)), indent);
   }
-  if (typeof value === 'number' && !Number.isSafeInteger(value)) {
-    throw new Error(`refusing to write non-integer/unsafe number ${value}`);
+  // Scores are floats, written as the shortest text that reads back as the
+  // same double (as serde_json's ryu does); ids must be exact integers.
+  if (typeof value === 'number' && !(Number.isInteger(value) ? Number.isSafeInteger(value)
+    : Number.isFinite(value))) {
+    throw new Error(`refusing to write unsafe or non-finite number ${value}`);
   }
   return JSON.stringify(value);
 }
@@ -314,6 +317,75 @@ async function buildLlama(legacy) {
 }
 
 // ---------------------------------------------------------------------------
+// llama-unigram (the llama pieces as a SentencePiece unigram model, laid out
+// as XLM-RoBERTa's tokenizer.json is)
+//
+// No npm package ships a unigram vocabulary, so the llama pieces get scores:
+// a piece's merge order stands in for its frequency, and its score is the
+// log of a Zipf probability, -ln(rank + 1), rounded to a multiple of 2^-20
+// so that every sum of scores is exact: the Rust library's Viterbi (which
+// keeps the best score ending at each position) and tokenizers.js's (which
+// keeps the best predecessor of each piece) then make the same choices, ties
+// included, where with rounding errors they can part. Byte pieces score 0,
+// as SentencePiece gives them; they match only their literal "<0xNN>" text.
+// XLM-R's Precompiled normalizer (a compiled SentencePiece charsmap) becomes
+// NFKC, the rule it was compiled from, and its Metaspace splits nothing, so
+// that @huggingface/tokenizers (which ignores both) reads the same model.
+
+async function buildUnigram() {
+  const { vocabById } = await loadLlama();
+  const firstMerged = 3 + 256; // <unk> <s> </s>, then the byte pieces
+  const vocab = vocabById.map((piece, id) =>
+    [piece, id < firstMerged ? 0 : Math.round(-Math.log(id - firstMerged + 2) * 2 ** 20) / 2 ** 20]);
+  const added = llamaAdded();
+  const json = tokenizerJson({
+    added_tokens: added,
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [
+        { type: 'NFKC' },
+        { type: 'Replace', pattern: { Regex: ' {2,}' }, content: ' ' },
+      ],
+    },
+    pre_tokenizer: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: false },
+    post_processor: {
+      type: 'TemplateProcessing',
+      single: [
+        { SpecialToken: { id: '<s>', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '</s>', type_id: 0 } },
+      ],
+      pair: [
+        { SpecialToken: { id: '<s>', type_id: 0 } },
+        { Sequence: { id: 'A', type_id: 0 } },
+        { SpecialToken: { id: '</s>', type_id: 0 } },
+        { SpecialToken: { id: '</s>', type_id: 0 } },
+        { Sequence: { id: 'B', type_id: 0 } },
+        { SpecialToken: { id: '</s>', type_id: 0 } },
+      ],
+      special_tokens: {
+        '<s>': { id: '<s>', ids: [1], tokens: ['<s>'] },
+        '</s>': { id: '</s>', ids: [2], tokens: ['</s>'] },
+      },
+    },
+    decoder: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: 'always', split: false },
+    model: { type: 'Unigram', unk_id: 0, vocab, byte_fallback: false },
+  });
+  const config = {
+    added_tokens_decoder: addedTokensDecoder(added),
+    bos_token: '<s>',
+    clean_up_tokenization_spaces: false,
+    cls_token: '<s>',
+    eos_token: '</s>',
+    model_max_length: 512,
+    sep_token: '</s>',
+    tokenizer_class: 'XLMRobertaTokenizer',
+    unk_token: '<unk>',
+  };
+  return { json, config, stats: { vocab: vocab.length, merges: 0, added: added.length } };
+}
+
+// ---------------------------------------------------------------------------
 // bert-wordpiece (synthetic WordPiece vocabulary derived from the llama one)
 
 async function buildBert() {
@@ -483,6 +555,7 @@ const BUILDERS = {
   gpt2: buildGpt2,
   llama: () => buildLlama(true),
   'llama-metaspace': () => buildLlama(false),
+  'llama-unigram': buildUnigram,
   claude: buildClaude,
   'bert-wordpiece': buildBert,
 };

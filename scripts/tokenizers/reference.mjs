@@ -3,6 +3,7 @@
 //
 //   node scripts/tokenizers/reference.mjs --tokenizer DIR/NAME --corpus FILE.json
 //        [--package gpt2|llama|claude|none] [--no-special] [--bench SECONDS [--no-cache]]
+//        [--pairs]
 //
 // For each string of the corpus (a JSON array of strings) prints one line:
 //   {"index": i, "ids": [...], "package_ids": [...], "decoded": "..."}
@@ -20,6 +21,12 @@
 // decoded:     tokenizer.decode(ids, { skip_special_tokens: false,
 //                                      clean_up_tokenization_spaces: false })
 //              ("" when ids is empty: tokenizers.js throws on an empty list)
+//
+// --pairs: the corpus is a JSON array of [text, pair] and each line is
+//   {"index": i, "ids": [...], "type_ids": [...] or null}
+// from tokenizer.encode(text, { text_pair: pair, add_special_tokens,
+// return_token_type_ids: true }); type_ids is null where tokenizers.js gives
+// none (its ByteLevel post-processor and a missing one return no type ids).
 //
 // --bench SECONDS: instead of the above, encode the whole corpus repeatedly
 // with @huggingface/tokenizers for about that long (after a warm-up pass) and
@@ -39,7 +46,7 @@ function usage(msg) {
   if (msg) process.stderr.write(`reference.mjs: ${msg}\n`);
   process.stderr.write(
     'usage: node reference.mjs --tokenizer DIR --corpus FILE.json [--package gpt2|llama|claude|none] ' +
-    '[--no-special] [--bench SECONDS [--no-cache]]\n');
+    '[--no-special] [--bench SECONDS [--no-cache]] [--pairs]\n');
   process.exit(2);
 }
 
@@ -50,6 +57,7 @@ let pkgName = 'none';
 let addSpecial = true;
 let benchSeconds = null;
 let noCache = false;
+let pairs = false;
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   if (a === '--tokenizer') tokDir = args[++i];
@@ -58,6 +66,7 @@ for (let i = 0; i < args.length; i++) {
   else if (a === '--no-special') addSpecial = false;
   else if (a === '--bench') benchSeconds = Number(args[++i]);
   else if (a === '--no-cache') noCache = true;
+  else if (a === '--pairs') pairs = true;
   else if (a === '-h' || a === '--help') usage();
   else usage(`unknown argument ${a}`);
 }
@@ -70,8 +79,9 @@ const tokenizerJson = readJson(path.join(tokDir, 'tokenizer.json'));
 const configPath = path.join(tokDir, 'tokenizer_config.json');
 const tokenizerConfig = fs.existsSync(configPath) ? readJson(configPath) : {};
 const corpus = readJson(corpusPath);
-if (!Array.isArray(corpus) || !corpus.every((s) => typeof s === 'string')) {
-  usage(`${corpusPath} is not a JSON array of strings`);
+const isPair = (p) => Array.isArray(p) && p.length === 2 && p.every((s) => typeof s === 'string');
+if (!Array.isArray(corpus) || !corpus.every(pairs ? isPair : (s) => typeof s === 'string')) {
+  usage(`${corpusPath} is not a JSON array of ${pairs ? '[text, pair] lists' : 'strings'}`);
 }
 
 const tokenizer = new Tokenizer(tokenizerJson, tokenizerConfig);
@@ -138,14 +148,24 @@ if (benchSeconds !== null) {
   process.exit(0);
 }
 
-const pkgEncode = await packageEncoder(pkgName);
-const lines = [];
-corpus.forEach((text, index) => {
-  const ids = hfEncode(text);
-  const rec = { index, ids };
-  if (pkgEncode) rec.package_ids = pkgEncode(text);
-  rec.decoded = hfDecode(ids);
-  lines.push(JSON.stringify(rec));
-});
-if (pkgEncode && pkgEncode.free) pkgEncode.free();
-process.stdout.write(lines.join('\n') + (lines.length ? '\n' : ''));
+if (pairs) {
+  const lines = corpus.map(([text, pair], index) => {
+    const encoding = tokenizer.encode(text, {
+      text_pair: pair, add_special_tokens: addSpecial, return_token_type_ids: true,
+    });
+    return JSON.stringify({ index, ids: encoding.ids, type_ids: encoding.token_type_ids ?? null });
+  });
+  process.stdout.write(lines.join('\n') + (lines.length ? '\n' : ''));
+} else {
+  const pkgEncode = await packageEncoder(pkgName);
+  const lines = [];
+  corpus.forEach((text, index) => {
+    const ids = hfEncode(text);
+    const rec = { index, ids };
+    if (pkgEncode) rec.package_ids = pkgEncode(text);
+    rec.decoded = hfDecode(ids);
+    lines.push(JSON.stringify(rec));
+  });
+  if (pkgEncode && pkgEncode.free) pkgEncode.free();
+  process.stdout.write(lines.join('\n') + (lines.length ? '\n' : ''));
+}

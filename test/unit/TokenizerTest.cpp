@@ -237,6 +237,171 @@ TEST(TokenizerTest, ChatTemplateFromTheConfig) {
   }
 }
 
+// Of several named chat templates (a list in tokenizer_config.json),
+// "tool_use" serves a context with tools and "default" the rest, as in
+// transformers; a list with neither is refused, naming what it has.
+TEST(TokenizerTest, NamedChatTemplates) {
+  Json config = {{"chat_template",
+                  {{{"name", "default"}, {"template", "plain {{ messages|length }}"}},
+                   {{"name", "tool_use"}, {"template", "tools {{ tools|length }}"}}}}};
+  TempTokenizer named(wordLevel({"<unk>"}), config);
+  kiln::Tokenizer loaded(named.path());
+  EXPECT_EQ(loaded.applyChatTemplate(R"({"messages": [{"role": "user", "content": "hi"}]})"),
+            "plain 1");
+  EXPECT_EQ(loaded.applyChatTemplate(R"({"messages": [], "tools": [{"type": "function"}]})"),
+            "tools 1");
+  EXPECT_EQ(loaded.applyChatTemplate(R"({"messages": [], "tools": null})"), "plain 0");
+
+  Json noDefault = {{"chat_template", {{{"name", "rag"}, {"template", "r"}},
+                                       {{"name", "tool_use"}, {"template", "t"}}}}};
+  TempTokenizer other(wordLevel({"<unk>"}), noDefault);
+  kiln::Tokenizer withoutDefault(other.path());
+  EXPECT_EQ(withoutDefault.applyChatTemplate(R"({"messages": [], "tools": []})"), "t");
+  try {
+    withoutDefault.applyChatTemplate(R"({"messages": []})");
+    ADD_FAILURE() << "chose a template without a default";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_FAILED_PRECONDITION);
+    EXPECT_NE(std::string(e.what()).find("has several templates ('rag', 'tool_use') and none is "
+                                         "named 'default'"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A text and its pair, joined as each post-processor of the Rust library
+// joins them (tokenizers/src/processors): the pair arrives with type id 1,
+// BERT's template keeps it, RoBERTa's makes every type id 0, and without the
+// special tokens only the template's type ids remain.
+TEST(TokenizerTest, PairsTakeEachProcessorsTypeIds) {
+  using Ids = std::vector<int32_t>;
+  Json specials = {{"[CLS]", {{"id", "[CLS]"}, {"ids", {1}}, {"tokens", {"[CLS]"}}}},
+                   {"[SEP]", {{"id", "[SEP]"}, {"ids", {2}}, {"tokens", {"[SEP]"}}}}};
+  auto special = [](const char *name, int typeId) {
+    return Json{{"SpecialToken", {{"id", name}, {"type_id", typeId}}}};
+  };
+  auto sequence = [](const char *name, int typeId) {
+    return Json{{"Sequence", {{"id", name}, {"type_id", typeId}}}};
+  };
+  struct Case {
+    const char *name;
+    Json processor;
+    Ids ids, typeIds, plainIds, plainTypeIds;
+  } cases[] = {
+      {"template",
+       {{"type", "TemplateProcessing"},
+        {"single", {special("[CLS]", 0), sequence("A", 0), special("[SEP]", 0)}},
+        {"pair",
+         {special("[CLS]", 0), sequence("A", 0), special("[SEP]", 0), sequence("B", 1),
+          special("[SEP]", 1)}},
+        {"special_tokens", specials}},
+       {1, 3, 2, 4, 2}, {0, 0, 0, 1, 1}, {3, 4}, {0, 1}},
+      {"bert",
+       {{"type", "BertProcessing"}, {"sep", {"[SEP]", 2}}, {"cls", {"[CLS]", 1}}},
+       {1, 3, 2, 4, 2}, {0, 0, 0, 1, 1}, {3, 4}, {0, 1}},
+      {"roberta",
+       {{"type", "RobertaProcessing"}, {"sep", {"[SEP]", 2}}, {"cls", {"[CLS]", 1}},
+        {"trim_offsets", true}, {"add_prefix_space", true}},
+       {1, 3, 2, 2, 4, 2}, {0, 0, 0, 0, 0, 0}, {3, 4}, {0, 0}},
+      {"none", nullptr, {3, 4}, {0, 1}, {3, 4}, {0, 1}},
+  };
+  for (const Case &c : cases) {
+    Json tokenizer = wordLevel({"<unk>", "[CLS]", "[SEP]", "hi", "yo"});
+    tokenizer["post_processor"] = c.processor;
+    TempTokenizer file(tokenizer);
+    kiln::Tokenizer loaded(file.path());
+    kiln::Tokenizer::Encoding joined = loaded.encodePair("hi", "yo");
+    EXPECT_EQ(joined.ids, c.ids) << c.name;
+    EXPECT_EQ(joined.typeIds, c.typeIds) << c.name;
+    kiln::Tokenizer::Encoding plain = loaded.encodePair("hi", "yo", /*addSpecialTokens=*/false);
+    EXPECT_EQ(plain.ids, c.plainIds) << c.name;
+    EXPECT_EQ(plain.typeIds, c.plainTypeIds) << c.name;
+    // Without a pair: the text alone, as encode gives it, with its type ids.
+    kiln::Tokenizer::Encoding single = loaded.encodePair("hi", std::nullopt);
+    EXPECT_EQ(single.ids, loaded.encode("hi")) << c.name;
+    EXPECT_EQ(single.typeIds, Ids(single.ids.size(), 0)) << c.name;
+  }
+
+  // An empty pair is still a pair.
+  Json bert = wordLevel({"<unk>", "[CLS]", "[SEP]", "hi"});
+  bert["post_processor"] = cases[1].processor;
+  TempTokenizer bertFile(bert);
+  kiln::Tokenizer withEmpty(bertFile.path());
+  EXPECT_EQ(withEmpty.encodePair("hi", "").ids, (Ids{1, 3, 2, 2}));
+
+  // A template without a pair form cannot encode pairs, and says so.
+  Json singleOnly = wordLevel({"<unk>", "[CLS]", "[SEP]", "hi", "yo"});
+  singleOnly["post_processor"] = cases[0].processor;
+  singleOnly["post_processor"].erase("pair");
+  TempTokenizer singleFile(singleOnly);
+  kiln::Tokenizer loaded(singleFile.path());
+  try {
+    loaded.encodePair("hi", "yo");
+    ADD_FAILURE() << "encoded a pair without a pair template";
+  } catch (const kiln::Error &e) {
+    EXPECT_EQ(e.code(), KILN_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("post_processor.pair: missing"), std::string::npos)
+        << e.what();
+  }
+}
+
+Json unigram(const std::vector<std::pair<std::string, double>> &pieces) {
+  Json vocab = Json::array();
+  for (const auto &[piece, score] : pieces)
+    vocab.push_back({piece, score});
+  Json tokenizer = wordLevel({"<unk>"});
+  tokenizer["model"] = {{"type", "Unigram"}, {"unk_id", 0}, {"vocab", vocab},
+                        {"byte_fallback", false}};
+  return tokenizer;
+}
+
+// The Rust library's documented unigram example, then what it does with
+// characters no piece covers and with paths of equal score.
+TEST(TokenizerTest, UnigramRules) {
+  using Ids = std::vector<int32_t>;
+  Json pieces = unigram({{"<unk>", 0.0}, {"a", 0.0}, {"b", 0.0}, {"c", 0.0}, {"d", 0.0},
+                         {"cd", 1.0}, {"ab", 2.0}, {"abc", 5.0}, {"abcd", 10.0},
+                         {"<0x78>", 0.0}});
+  {
+    // "abcd" "a" "cd" "xx": the two unknown x's fuse into one <unk>.
+    TempTokenizer file(pieces);
+    kiln::Tokenizer loaded(file.path());
+    EXPECT_EQ(loaded.encode("abcdacdxx"), (Ids{8, 1, 5, 0}));
+  }
+  {
+    // With byte_fallback the run is spelt in byte pieces instead.
+    Json fallback = pieces;
+    fallback["model"]["byte_fallback"] = true;
+    TempTokenizer file(fallback);
+    kiln::Tokenizer loaded(file.path());
+    EXPECT_EQ(loaded.encode("abcdacdxx"), (Ids{8, 1, 5, 9, 9}));
+    // ... unless a byte has no piece: then <unk> after all.
+    EXPECT_EQ(loaded.encode("abxy"), (Ids{6, 0}));
+  }
+  {
+    // Equal totals: the path found first (the longest last piece) wins.
+    TempTokenizer file(unigram({{"<unk>", 0.0}, {"a", -1.0}, {"b", -1.0}, {"ab", -2.0}}));
+    kiln::Tokenizer loaded(file.path());
+    EXPECT_EQ(loaded.encode("ab"), (Ids{3}));
+    EXPECT_EQ(loaded.encode("aab"), (Ids{1, 3}));
+  }
+  {
+    Json noUnknown = pieces;
+    noUnknown["model"]["unk_id"] = nullptr;
+    TempTokenizer file(noUnknown);
+    kiln::Tokenizer loaded(file.path());
+    EXPECT_EQ(loaded.encode("abcd"), (Ids{8}));
+    try {
+      loaded.encode("abz");
+      ADD_FAILURE() << "encoded a character no piece covers, without an unknown piece";
+    } catch (const kiln::Error &e) {
+      EXPECT_NE(std::string(e.what()).find("'z' is not in the vocabulary and there is no unk_id"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // One tokenizer, several threads: the BPE word cache is shared and locked.
 TEST(TokenizerTest, EncodesFromManyThreads) {
   Json tokenizer = byteLevelBpe();
@@ -266,7 +431,14 @@ TEST(TokenizerTest, EncodesFromManyThreads) {
 TEST(TokenizerTest, ErrorsNameTheCulprit) {
   Json unigram = wordLevel({"<unk>"});
   unigram["model"] = {{"type", "Unigram"}, {"vocab", Json::array()}};
-  EXPECT_NE(loadError(unigram).find("model: model type 'Unigram' is not supported"),
+  EXPECT_NE(loadError(unigram).find("model.vocab: expected a non-empty list of [piece, score]"),
+            std::string::npos);
+  // (Built as arrays: a list of two-element lists would read as an object.)
+  unigram["model"]["vocab"] = Json::array({Json::array({"<unk>", 0.0}), Json::array({"a", "high"})});
+  EXPECT_NE(loadError(unigram).find("model.vocab[1]: expected [piece, score]"), std::string::npos);
+  unigram["model"]["vocab"] = Json::array({Json::array({"<unk>", 0.0})});
+  unigram["model"]["unk_id"] = 1;
+  EXPECT_NE(loadError(unigram).find("model.unk_id: expected an index into the vocabulary (1 pieces)"),
             std::string::npos);
 
   Json precompiled = wordLevel({"<unk>"});

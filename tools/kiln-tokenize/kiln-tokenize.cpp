@@ -6,12 +6,17 @@
 //                                           ids -> JSON list of the pieces a
 //                                           streaming decode emits, one id at
 //                                           a time
+//   kiln-tokenize TOKENIZER --pair          a JSON list [text, pair] on stdin
+//                                           -> {"ids": [...], "type_ids": [...]}
+//                                           of the two joined by the
+//                                           post-processor
 //   kiln-tokenize TOKENIZER --chat          a JSON context on stdin
 //                                           ({"messages": [...],
 //                                           "add_generation_prompt": true})
 //                                           -> the chat template's text
-//   --lines       one JSON value a line (a string to encode, a list of ids
-//                 to decode, a context to render), one JSON result a line
+//   --lines       one JSON value a line (a string to encode, a pair, a list
+//                 of ids to decode, a context to render), one JSON result a
+//                 line
 //   --no-special-tokens    encode without the post-processor's BOS/CLS/SEP
 //   --skip-special-tokens  decode without special tokens
 //
@@ -35,7 +40,7 @@ using Json = nlohmann::json;
 
 struct Options {
   std::string tokenizerPath;
-  bool decode = false, stream = false, lines = false, chat = false;
+  bool decode = false, stream = false, lines = false, chat = false, pair = false;
   bool addSpecialTokens = true, skipSpecialTokens = false;
 };
 
@@ -45,11 +50,12 @@ struct Options {
 }
 
 void usage() {
-  std::printf("usage: kiln-tokenize TOKENIZER [--decode [--stream] | --chat] [--lines]\n"
-              "                     [--no-special-tokens] [--skip-special-tokens]\n"
-              "Encodes the text on stdin to token ids, or with --decode the ids\n"
-              "on stdin to text, or with --chat renders the chat template over the\n"
-              "JSON context on stdin, and prints the result as JSON.\n");
+  std::printf("usage: kiln-tokenize TOKENIZER [--decode [--stream] | --pair | --chat]\n"
+              "                     [--lines] [--no-special-tokens] [--skip-special-tokens]\n"
+              "Encodes the text on stdin to token ids, or with --pair the JSON\n"
+              "list [text, pair] on stdin to ids and type ids, or with --decode the\n"
+              "ids on stdin to text, or with --chat renders the chat template over\n"
+              "the JSON context on stdin, and prints the result as JSON.\n");
 }
 
 // Ids as a JSON list, or as numbers separated by commas or whitespace.
@@ -85,6 +91,14 @@ std::vector<int32_t> parseIds(const std::string &text) {
 Json run(const kiln::Tokenizer &tokenizer, const Options &options, const Json &input) {
   if (options.chat)
     return tokenizer.applyChatTemplate(input.is_string() ? input.get<std::string>() : input.dump());
+  if (options.pair) {
+    Json texts = input.is_string() ? Json::parse(input.get<std::string>(), nullptr, false) : input;
+    if (!texts.is_array() || texts.size() != 2 || !texts[0].is_string() || !texts[1].is_string())
+      throw std::runtime_error("expected a JSON list of two strings, [text, pair]");
+    kiln::Tokenizer::Encoding encoding = tokenizer.encodePair(
+        texts[0].get<std::string>(), texts[1].get<std::string>(), options.addSpecialTokens);
+    return Json{{"ids", encoding.ids}, {"type_ids", encoding.typeIds}};
+  }
   if (!options.decode) {
     if (!input.is_string())
       throw std::runtime_error("expected a JSON string to encode");
@@ -119,6 +133,8 @@ int main(int argc, char **argv) {
       return 0;
     } else if (arg == "--decode") {
       options.decode = true;
+    } else if (arg == "--pair") {
+      options.pair = true;
     } else if (arg == "--chat") {
       options.chat = true;
     } else if (arg == "--stream") {
@@ -141,8 +157,8 @@ int main(int argc, char **argv) {
     fail("no tokenizer given (see --help)");
   if (options.stream && !options.decode)
     fail("--stream goes with --decode");
-  if (options.chat && options.decode)
-    fail("--chat and --decode exclude each other");
+  if (options.chat + options.decode + options.pair > 1)
+    fail("--chat, --decode and --pair exclude each other");
 
   try {
     kiln::Tokenizer tokenizer(options.tokenizerPath);

@@ -4,14 +4,14 @@
  *
  * Supported (anything else is refused at load, naming its JSON path):
  *   models          BPE (byte-level, or SentencePiece-style with byte
- *                   fallback), WordPiece, WordLevel
+ *                   fallback), WordPiece, WordLevel, Unigram
  *   normalizers     NFC/NFD/NFKC/NFKD, Lowercase, Strip, StripAccents,
  *                   Replace, Prepend, BertNormalizer, Sequence
  *   pre-tokenizers  ByteLevel, Split (PCRE2 patterns), Metaspace, Whitespace,
  *                   WhitespaceSplit, Punctuation, Digits, BertPreTokenizer,
  *                   Sequence
- *   post-processors TemplateProcessing (single sequences), BertProcessing,
- *                   RobertaProcessing, ByteLevel, Sequence
+ *   post-processors TemplateProcessing, BertProcessing, RobertaProcessing,
+ *                   ByteLevel, Sequence (single sequences and pairs)
  *   decoders        ByteLevel, ByteFallback, Fuse, Strip, Replace,
  *                   Metaspace, WordPiece, BPEDecoder, Sequence
  *   added tokens    single_word, lstrip, rstrip, normalized, special
@@ -25,7 +25,7 @@
  *   - a kiln_detokenizer_t is used by one thread at a time, and must not
  *     outlive its tokenizer.
  * Strings and id arrays that the API returns belong to the caller, who frees
- * them with kiln_text_free and kiln_token_ids_free.
+ * them with kiln_text_free, kiln_token_ids_free and kiln_encoding_free.
  */
 #ifndef KILN_TOKENIZER_H
 #define KILN_TOKENIZER_H
@@ -49,7 +49,15 @@ typedef struct kiln_text_s {
   size_t length;
 } kiln_text_t;
 
+/* Ids with the type id (segment) of each, as token_type_ids. */
+typedef struct kiln_encoding_s {
+  int32_t *ids;
+  int32_t *type_ids;
+  size_t count;
+} kiln_encoding_t;
+
 KILN_API void kiln_token_ids_free(kiln_token_ids_t *ids);
+KILN_API void kiln_encoding_free(kiln_encoding_t *encoding);
 KILN_API void kiln_text_free(kiln_text_t *text);
 
 /* `path` is a tokenizer.json, or a directory holding one. A
@@ -65,6 +73,16 @@ KILN_API kiln_status_t kiln_tokenizer_encode(const kiln_tokenizer_t *tokenizer,
                                              const char *text, size_t length,
                                              int add_special_tokens,
                                              kiln_token_ids_t *out);
+/* A sequence and its pair (a question and a passage, a query and a
+ * document), joined as the post-processor says ([CLS] A [SEP] B [SEP] for
+ * BERT), with each token's type id: the pair's tokens are of type 1 unless
+ * the post-processor says otherwise (RoBERTa's are all 0). `pair` may be
+ * NULL: then the text alone, with its type ids. */
+KILN_API kiln_status_t kiln_tokenizer_encode_pair(const kiln_tokenizer_t *tokenizer,
+                                                  const char *text, size_t length,
+                                                  const char *pair, size_t pair_length,
+                                                  int add_special_tokens,
+                                                  kiln_encoding_t *out);
 /* Ids outside the vocabulary are an INVALID_ARGUMENT naming the id. */
 KILN_API kiln_status_t kiln_tokenizer_decode(const kiln_tokenizer_t *tokenizer,
                                              const int32_t *ids, size_t count,

@@ -39,6 +39,24 @@ public:
     kiln_token_ids_free(&ids);
     return result;
   }
+  /// Ids and type ids (token_type_ids) of a text and, optionally, its pair
+  /// (see kiln_tokenizer_encode_pair).
+  struct Encoding {
+    std::vector<int32_t> ids, typeIds;
+  };
+  Encoding encodePair(std::string_view text, std::optional<std::string_view> pair,
+                      bool addSpecialTokens = true) const {
+    kiln_encoding_t encoding = {};
+    check(kiln_tokenizer_encode_pair(get(), text.data(), text.size(),
+                                     // An empty pair is still a pair: never NULL.
+                                     pair ? (pair->data() ? pair->data() : "") : nullptr,
+                                     pair ? pair->size() : 0,
+                                     addSpecialTokens, &encoding));
+    Encoding result{{encoding.ids, encoding.ids + encoding.count},
+                    {encoding.type_ids, encoding.type_ids + encoding.count}};
+    kiln_encoding_free(&encoding);
+    return result;
+  }
   std::string decode(const std::vector<int32_t> &ids, bool skipSpecialTokens = false) const {
     kiln_text_t text = {};
     check(kiln_tokenizer_decode(get(), ids.data(), ids.size(), skipSpecialTokens, &text));
