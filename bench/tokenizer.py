@@ -21,7 +21,7 @@ import os
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-VOCABULARIES = ["gpt2", "llama", "claude", "bert-wordpiece"]
+VOCABULARIES = ["gpt2", "llama", "llama-unigram", "claude", "bert-wordpiece"]
 
 
 def main():

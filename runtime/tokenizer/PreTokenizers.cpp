@@ -111,6 +111,31 @@ std::unique_ptr<PreTokenizer> charSplit(Predicate predicate, SplitBehavior behav
   return std::make_unique<CharSplit<Predicate>>(predicate, behavior);
 }
 
+// BERT's: whitespace ends a word and is dropped, and each punctuation
+// character is a word of its own. The same as splitting on whitespace, then
+// isolating punctuation, in one pass over the text.
+class BertWords : public PreTokenizer {
+public:
+  void split(std::vector<Piece> &pieces) const override {
+    splitEach(pieces, [](std::string_view text) {
+      std::vector<std::string_view> words;
+      size_t wordStart = 0;
+      for (size_t pos = 0, length; pos < text.size(); pos += length) {
+        char32_t c = codePointAt(text, pos, length);
+        bool space = isWhitespace(c);
+        if (!space && !isPunctuation(c))
+          continue;
+        words.push_back(text.substr(wordStart, pos - wordStart));
+        if (!space)
+          words.push_back(text.substr(pos, length));
+        wordStart = pos + length;
+      }
+      words.push_back(text.substr(wordStart));
+      return words;
+    });
+  }
+};
+
 // \w+|[^\w\s]+ kept, the rest (whitespace) dropped.
 class Whitespace : public PreTokenizer {
 public:
@@ -232,12 +257,8 @@ std::unique_ptr<PreTokenizer> makePreTokenizer(const Json &config, const JsonPat
     return charSplit(isNumeric, boolField(config, "individual_digits", false, path)
                                     ? SplitBehavior::Isolated
                                     : SplitBehavior::Contiguous);
-  if (type == "BertPreTokenizer") {
-    std::vector<std::unique_ptr<PreTokenizer>> steps;
-    steps.push_back(charSplit(isWhitespace, SplitBehavior::Removed));
-    steps.push_back(charSplit(isPunctuation, SplitBehavior::Isolated));
-    return std::make_unique<PreTokenizerSequence>(std::move(steps));
-  }
+  if (type == "BertPreTokenizer")
+    return std::make_unique<BertWords>();
   if (type == "Sequence") {
     const Json &list = field(config, "pretokenizers", path);
     std::vector<std::unique_ptr<PreTokenizer>> steps;

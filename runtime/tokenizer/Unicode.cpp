@@ -226,6 +226,8 @@ bool isNumeric(char32_t c) {
 }
 
 bool isAlphanumeric(char32_t c) {
+  if (c < 0x80)
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
   auto cat = category(c);
   return (cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO) ||
          (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO);
@@ -242,12 +244,15 @@ bool isPunctuation(char32_t c) {
 bool isControl(char32_t c) {
   if (c == '\t' || c == '\n' || c == '\r')
     return false;
+  // ASCII's only control (Cc) characters; it has no Cf, Cn or Co.
+  if (c < 0x80)
+    return c < 0x20 || c == 0x7F;
   auto cat = category(c);
   return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
          cat == UTF8PROC_CATEGORY_CN || cat == UTF8PROC_CATEGORY_CO;
 }
 
-bool isCombiningMark(char32_t c) { return category(c) == UTF8PROC_CATEGORY_MN; }
+bool isCombiningMark(char32_t c) { return c >= 0x80 && category(c) == UTF8PROC_CATEGORY_MN; }
 
 bool isCjkIdeograph(char32_t c) {
   return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
