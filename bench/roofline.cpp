@@ -18,7 +18,7 @@
 // usage: kiln-roofline [--threads N] [--buffer-mib M]
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/CpuFeatures.h"
+#include "kiln/abi/cpu_features.h"
 
 #include <immintrin.h>
 

@@ -1,6 +1,6 @@
 //===- ArtifactWriter.cpp - Writes .kiln artifacts ------------------------===//
 #include "compiler/Artifact/ArtifactWriter.h"
-#include "runtime/src/ArtifactFormat.h"
+#include "kiln/abi/artifact_format.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"

@@ -5,7 +5,7 @@
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Codegen/Pipelines.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
-#include "runtime/src/Dtype.h"
+#include "kiln/abi/dtype.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

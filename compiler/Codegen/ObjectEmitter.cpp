@@ -1,6 +1,6 @@
 //===- ObjectEmitter.cpp - LLVM dialect to an x86-64 shared object --------===//
 #include "compiler/Codegen/ObjectEmitter.h"
-#include "runtime/src/CpuFeatures.h"
+#include "kiln/abi/cpu_features.h"
 
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"

@@ -14,7 +14,7 @@ namespace kiln {
 struct CpuTarget {
   std::string triple;
   std::string cpu;                   // LLVM's CPU name, resolved ("skylake-avx512")
-  std::vector<std::string> features; // those of CpuFeatures.h the code may use
+  std::vector<std::string> features; // those of kiln/abi/cpu_features.h the code may use
 };
 
 /// Resolves `--cpu`: "native" (this machine), "x86-64-v3", "x86-64-v4" or any

@@ -8,7 +8,7 @@
 #include "compiler/Codegen/Passes.h"
 #include "compiler/Conversion/UkernelCalls.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
-#include "runtime/src/ArtifactFormat.h"
+#include "kiln/abi/artifact_format.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -2,7 +2,7 @@
 #include "compiler/Codegen/Passes.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "passes/WeightBlobs.h"
-#include "runtime/src/ArtifactFormat.h"
+#include "kiln/abi/artifact_format.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -64,7 +64,7 @@ struct PrepareEntryPointPass
     func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
   }
 
-  /// Exports kiln_signature (see ArtifactFormat.h): what the code expects of
+  /// Exports kiln_signature (see kiln/abi/artifact_format.h): what the code expects of
   /// its arguments and results.
   LogicalResult emitSignature(ModuleOp module, func::FuncOp func,
                               unsigned numInputs) {

@@ -22,7 +22,7 @@ constexpr llvm::StringLiteral kAttentionUkernel = "kiln_ukernel_attention";
 constexpr llvm::StringLiteral kPagedAttentionUkernel = "kiln_ukernel_paged_attention";
 
 /// Marks the memref.alloca that holds a microkernel's parameter struct
-/// (kiln/kernel_abi.h): the buffers' addresses stored into it are the
+/// (kiln/abi/kernel_abi.h): the buffers' addresses stored into it are the
 /// call's operands, used only during the call, so memory planning follows
 /// them through it to the call.
 constexpr llvm::StringLiteral kUkernelParamsAttrName = "kiln.ukernel_params";

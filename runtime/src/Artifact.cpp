@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Artifact.h"
-#include "runtime/src/ArtifactFormat.h"
-#include "runtime/src/CpuFeatures.h"
+#include "kiln/abi/artifact_format.h"
+#include "kiln/abi/cpu_features.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
 

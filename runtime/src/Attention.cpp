@@ -33,7 +33,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Attention.h"
 
-#include "runtime/src/Dtype.h"
+#include "kiln/abi/dtype.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
@@ -117,7 +117,7 @@ struct Presents {
 };
 
 /// A past read through the generation engine's block tables instead of a
-/// dense tensor (kernel_abi.h, kiln_paged_attention_params_t).
+/// dense tensor (kiln/abi/kernel_abi.h, kiln_paged_attention_params_t).
 struct PagedPast {
   const void *cache;
   kiln_dtype_t dtype; // f32, or f16/bf16 widened as they are read

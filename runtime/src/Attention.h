@@ -10,7 +10,7 @@
 #ifndef KILN_RUNTIME_ATTENTION_H
 #define KILN_RUNTIME_ATTENTION_H
 
-#include "kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 
 #include <cstdint>
 
@@ -60,7 +60,7 @@ extern "C" __attribute__((visibility("default"))) void kiln_ukernel_attention(
     int64_t present_v_sd);
 
 /// The same attention with the past read from the generation engine's paged
-/// pool (kernel_abi.h says where each row is); no presents are written: the
+/// pool (kiln/abi/kernel_abi.h says where each row is); no presents are written: the
 /// engine stores the new rows itself. With a 16-bit pool the new rows are
 /// rounded to its precision before they are attended to, as the engine
 /// stores them. Batch-invariant: a row's output is the same bits whatever

@@ -1,5 +1,5 @@
 //===- CpuFeatures.cpp - cpuid-based feature detection --------------------===//
-#include "runtime/src/CpuFeatures.h"
+#include "kiln/abi/cpu_features.h"
 
 #include <cpuid.h>
 #include <cstdint>

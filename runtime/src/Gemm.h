@@ -9,7 +9,7 @@
 #ifndef KILN_RUNTIME_GEMM_H
 #define KILN_RUNTIME_GEMM_H
 
-#include "kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -415,7 +415,7 @@ kiln_ukernel_sgemm(int64_t batch, int64_t m, int64_t n, int64_t k,
                    int64_t ldc, int64_t accumulate);
 
 /// The GEMM with an epilogue that compiled model code calls for a
-/// kiln.linear (kiln/kernel_abi.h): sgemm with a GemmEpilogue, or
+/// kiln.linear (kiln/abi/kernel_abi.h): sgemm with a GemmEpilogue, or
 /// sgemmQuantizedWeight for an int8 or 4-bit weight, or gemmInt8 for a
 /// weight with quantized inputs. Runs on currentThreadPool(). Ends
 /// the run (kiln_rt_trap) on a code it does not know, which means the code

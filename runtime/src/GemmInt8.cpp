@@ -13,7 +13,7 @@
 // every ISA gives the same integers.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/CpuFeatures.h"
+#include "kiln/abi/cpu_features.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/VectorMath.h"
 

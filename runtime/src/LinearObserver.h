@@ -9,7 +9,7 @@
 #ifndef KILN_RUNTIME_SRC_LINEAROBSERVER_H
 #define KILN_RUNTIME_SRC_LINEAROBSERVER_H
 
-#include "kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 #include "kiln/runtime.h"
 
 namespace kiln::rt {

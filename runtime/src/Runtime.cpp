@@ -2,7 +2,7 @@
 #include "kiln/runtime.h"
 #include "runtime/src/Artifact.h"
 #include "runtime/src/BufferPool.h"
-#include "runtime/src/Dtype.h"
+#include "kiln/abi/dtype.h"
 #include "runtime/src/Gemm.h"
 #include "runtime/src/LinearObserver.h"
 #include "runtime/src/Status.h"

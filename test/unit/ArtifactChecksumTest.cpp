@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/Artifact.h"
-#include "runtime/src/ArtifactFormat.h"
+#include "kiln/abi/artifact_format.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <gtest/gtest.h>

@@ -14,7 +14,7 @@
 // none may crash.
 //
 //===----------------------------------------------------------------------===//
-#include "kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 #include "kiln/runtime.h"
 #include "kiln/runtime.hpp"
 

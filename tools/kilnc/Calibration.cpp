@@ -1,7 +1,7 @@
 //===- Calibration.cpp - Running a model to quantize it and to judge it ---===//
 #include "tools/kilnc/Calibration.h"
 
-#include "kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 #include "kiln/runtime.hpp"
 
 #include "llvm/Support/FileSystem.h"

@@ -7,7 +7,7 @@
 // its results (bufferization.to_tensor restrict): the output and, with a
 // past, the presents that something reads. kiln.paged_attention becomes a
 // call of kiln_ukernel_paged_attention on a parameter struct
-// (kiln/kernel_abi.h) filled slot by slot in a stack buffer.
+// (kiln/abi/kernel_abi.h) filled slot by slot in a stack buffer.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
@@ -20,7 +20,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "runtime/include/kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 
 using namespace mlir;
 

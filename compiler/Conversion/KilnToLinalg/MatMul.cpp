@@ -17,7 +17,7 @@
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
 #include "compiler/Conversion/UkernelCalls.h"
 #include "dialects/Kiln/IR/KilnOps.h"
-#include "runtime/include/kiln/kernel_abi.h"
+#include "kiln/abi/kernel_abi.h"
 #include "runtime/include/kiln/runtime.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -221,7 +221,7 @@ mlir::Value nullPointer(mlir::OpBuilder &b, mlir::Location loc);
 /// An i64 constant.
 mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
 /// Calls microkernel `name` with a pointer to a parameter struct
-/// (kiln/kernel_abi.h) holding `slots` in order: i64 values, or pointers
+/// (kiln/abi/kernel_abi.h) holding `slots` in order: i64 values, or pointers
 /// (stored as integers). Fails, naming both counts, unless there are
 /// `expectedSlots` of them, the struct's size in the header.
 mlir::LogicalResult callWithParameterStruct(mlir::OpBuilder &b,

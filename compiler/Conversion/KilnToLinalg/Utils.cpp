@@ -467,7 +467,7 @@ LogicalResult callWithParameterStruct(OpBuilder &b, Location loc, Operation *op,
                                       int64_t expectedSlots) {
   if (static_cast<int64_t>(slots.size()) != expectedSlots)
     return op->emitOpError() << "fills " << slots.size() << " parameter slots of "
-                             << name << ", kiln/kernel_abi.h has " << expectedSlots;
+                             << name << ", kiln/abi/kernel_abi.h has " << expectedSlots;
   Type i64 = b.getI64Type();
   auto params = b.create<memref::AllocaOp>(
       loc, MemRefType::get({expectedSlots}, i64));

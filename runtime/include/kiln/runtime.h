@@ -200,7 +200,7 @@ KILN_API kiln_status_t kiln_session_output(const kiln_session_t *session,
 /* A linear observer, for calibration and accuracy tools (kilnc
  * --calibration): called on the thread that runs the session, before
  * (`after` 0) and after (`after` 1) every kiln.linear product of the run,
- * with the kernel's parameters (kiln/kernel_abi.h) and the index of the
+ * with the kernel's parameters (kiln/abi/kernel_abi.h) and the index of the
  * product's weight among the model's weights in manifest order (-1 for a
  * weight computed at run time). While it runs the observer is off, so it
  * may call kiln_ukernel_linear itself, for example to compute a reference

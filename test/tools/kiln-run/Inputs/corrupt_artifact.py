@@ -2,7 +2,7 @@
 
 usage: corrupt_artifact.py GOOD.kiln OUT_DIR [--set=damaged|inconsistent|reserved]
 
-The layout (runtime/src/ArtifactFormat.h) is an 80-byte little-endian header
+The layout (runtime/include/kiln/abi/artifact_format.h) is an 80-byte little-endian header
 
     0  magic[8] "KILNART\\0"     8  formatVersion u32   12 headerSize u32
     16 fileSize u64             24 manifestOffset u64  32 manifestSize u64
@@ -43,10 +43,10 @@ FIELDS = ("magic", "formatVersion", "headerSize", "fileSize", "manifestOffset",
           "manifestSize", "codeOffset", "codeSize", "weightsOffset", "weightsSize",
           "checksum", "reserved")
 CHECKSUM_OFFSET = 72
-# The version this script's layout is written for (runtime/src/ArtifactFormat.h).
+# The version this script's layout is written for (kiln/abi/artifact_format.h).
 FORMAT_VERSION = 9
 
-# runtime/src/CpuFeatures.h's kCheckableCpuFeatures, each with its name in
+# kiln/abi/cpu_features.h's kCheckableCpuFeatures, each with its name in
 # /proc/cpuinfo's flags; the newest first, so the one picked is one this host
 # is least likely to have.
 CPU_FEATURES = [

@@ -1,15 +1,16 @@
 /* The calling convention between kilnc's generated code and the runtime
  * kernels that take a parameter struct. Every field is 8 bytes, so that
  * generated code fills a struct as an array of int64 slots in declaration
- * order: pointers as integers, floats as the bits of a double. The compiler
+ * order: pointers as integers, floats as the bits of a double. Part of the
+ * compiler/runtime contract (kiln/abi/): the compiler
  * (compiler/Conversion/KilnToLinalg) and the runtime (runtime/src) both
  * include this header; each struct's KILN_..._SLOTS is checked against its
  * size on both sides.
  */
-#ifndef KILN_KERNEL_ABI_H
-#define KILN_KERNEL_ABI_H
+#ifndef KILN_ABI_KERNEL_ABI_H
+#define KILN_ABI_KERNEL_ABI_H
 
-#include "runtime.h" /* kiln_dtype_t */
+#include "../runtime.h" /* kiln_dtype_t */
 
 #include <stdint.h>
 
@@ -151,4 +152,4 @@ static_assert(sizeof(kiln_linear_params_t) == 8 * KILN_LINEAR_SLOTS,
               "every field of the parameter struct is one 8-byte slot");
 #endif
 
-#endif /* KILN_KERNEL_ABI_H */
+#endif /* KILN_ABI_KERNEL_ABI_H */

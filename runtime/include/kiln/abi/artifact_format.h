@@ -1,13 +1,14 @@
-//===- ArtifactFormat.h - The .kiln artifact file layout --------*- C++ -*-===//
+//===- artifact_format.h - The .kiln artifact file layout -------*- C++ -*-===//
 //
-// Shared by the compiler's writer and the runtime's loader; see
-// docs/artifact-format.md. All integers are little-endian.
+// Part of the compiler/runtime contract (kiln/abi/): shared by the compiler's
+// writer and the runtime's loader; see docs/artifact-format.md. All integers
+// are little-endian.
 //
 //   [header][manifest JSON][pad][code: ELF shared object][pad][weights]
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_RUNTIME_SRC_ARTIFACTFORMAT_H
-#define KILN_RUNTIME_SRC_ARTIFACTFORMAT_H
+#ifndef KILN_ABI_ARTIFACT_FORMAT_H
+#define KILN_ABI_ARTIFACT_FORMAT_H
 
 #include <zlib.h>
 
@@ -70,4 +71,4 @@ inline uint32_t computeChecksum(const uint8_t *data, size_t size) {
 
 } // namespace kiln::artifact
 
-#endif // KILN_RUNTIME_SRC_ARTIFACTFORMAT_H
+#endif // KILN_ABI_ARTIFACT_FORMAT_H

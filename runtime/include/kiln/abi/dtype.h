@@ -1,13 +1,14 @@
-//===- Dtype.h - Element types' names and sizes -----------------*- C++ -*-===//
+//===- dtype.h - Element types' names and sizes -----------------*- C++ -*-===//
 //
-// Header-only, so that the compiler, which writes dtype names into manifests,
-// and the runtime, which reads them back, share one table.
+// Part of the compiler/runtime contract (kiln/abi/). Header-only, so that the
+// compiler, which writes dtype names into manifests, and the runtime, which
+// reads them back, share one table.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_RUNTIME_SRC_DTYPE_H
-#define KILN_RUNTIME_SRC_DTYPE_H
+#ifndef KILN_ABI_DTYPE_H
+#define KILN_ABI_DTYPE_H
 
-#include "runtime/include/kiln/runtime.h"
+#include "../runtime.h"
 
 #include <cstddef>
 
@@ -46,4 +47,4 @@ inline size_t dtypeSize(kiln_dtype_t dtype) {
 
 } // namespace kiln::rt
 
-#endif // KILN_RUNTIME_SRC_DTYPE_H
+#endif // KILN_ABI_DTYPE_H

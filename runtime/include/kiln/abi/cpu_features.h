@@ -1,12 +1,14 @@
-//===- CpuFeatures.h - CPU features an artifact can require -----*- C++ -*-===//
+//===- cpu_features.h - CPU features an artifact can require ----*- C++ -*-===//
 //
-// Shared by the compiler, which records in the manifest which of these the
-// generated code uses, and the runtime, which checks them before loading code.
-// Names are LLVM's x86 feature names.
+// Part of the compiler/runtime contract (kiln/abi/): shared by the compiler,
+// which records in the manifest which of these the generated code uses, and
+// the runtime, which checks them before loading code (runtime/src/
+// CpuFeatures.cpp answers hostHasCpuFeature). Names are LLVM's x86 feature
+// names.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_RUNTIME_SRC_CPUFEATURES_H
-#define KILN_RUNTIME_SRC_CPUFEATURES_H
+#ifndef KILN_ABI_CPU_FEATURES_H
+#define KILN_ABI_CPU_FEATURES_H
 
 #include <array>
 #include <string_view>
@@ -25,4 +27,4 @@ bool hostHasCpuFeature(std::string_view feature);
 
 } // namespace kiln::rt
 
-#endif // KILN_RUNTIME_SRC_CPUFEATURES_H
+#endif // KILN_ABI_CPU_FEATURES_H
