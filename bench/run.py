@@ -70,6 +70,8 @@ TINY_CASES = [
     ("llama_tiny", 1, 128, 0, "prefill"),
     ("llama_tiny", 1, 1, 127, "decode"),
     ("llama_tiny", 8, 1, 127, "decode"),
+    ("einsum_encoder_tiny", 1, 128, 0, "encode"),
+    ("einsum_encoder_tiny", 8, 128, 0, "encode"),
 ]
 HF_MODELS = ["hf_distilbert_dynamo", "hf_distilbert_ts17", "hf_gemma_kv_ts17",
              "hf_gpt_neox_kv_ts17", "hf_opt_kv_ts17", "hf_phi3_kv_ts17",
@@ -82,17 +84,20 @@ SCALE_CASES = [case for model in SCALE_MODELS
                             (model, 8, 1, 512, "decode"), (model, 32, 1, 512, "decode")]]
 SUITES = {"tiny": TINY_CASES, "hf": HF_CASES, "scale": SCALE_CASES}
 # The artifacts each case runs: every optimization on, every fusion off, the
-# GEMM epilogues off, weight packing off, and memory planning off.
+# GEMM epilogues off, weight packing off, memory planning off, and einsums
+# left as loop nests.
 VARIANTS = {"fused": [], "unfused": ["--disable=fusion"],
             "no_epilogues": ["--disable=fuse-gemm-epilogues"],
             "unpacked": ["--disable=pack-weights"],
-            "unplanned": ["--disable=memory-plan"]}
+            "unplanned": ["--disable=memory-plan"],
+            "einsums": ["--disable=einsum-to-matmul"]}
 # The time-ratio columns: (heading, variant, JSON key), each the variant's
 # median over the fused build's.
 RATIOS = [("fusion", "unfused", "fusion_speedup"),
           ("epil.", "no_epilogues", "epilogue_speedup"),
           ("pack", "unpacked", "packing_speedup"),
-          ("plan", "unplanned", "planning_speedup")]
+          ("plan", "unplanned", "planning_speedup"),
+          ("einsum", "einsums", "einsum_speedup")]
 # The bounds every build declares, for the dims its model has; the decoders'
 # past and total lengths are bounded by the tiny exports' 256 positions, and
 # at scale by what the cases need.
@@ -304,7 +309,8 @@ def optimization_table(args, cases, runs, rounds):
                         **{key: speedups[variant]
                            for _, variant, key in RATIOS}})
     print("fusion = unfused / kiln, epil. = no_epilogues / kiln, pack = "
-          "unpacked / kiln and plan = unplanned / kiln (time ratios); "
+          "unpacked / kiln, plan = unplanned / kiln and einsum = einsums / kiln "
+          "(time ratios); "
           "ORT/kiln > 1 means kiln is faster; kiln MB and ORT MB = peak RSS of "
           "the process (kiln-run, or Node.js running ORT), which includes the "
           "arena and the weights pages touched; arena and wts = the artifact's "

@@ -524,11 +524,82 @@ def torch_encoder_spec(hidden_size, num_layers, num_heads, intermediate_size):
     )
 
 
+class EinsumSelfAttention(nn.Module):
+    """Multi-head self-attention written with einsums over [batch, tokens,
+    heads, head_dim] tensors, as code that never transposes its heads
+    writes it (the scores "bqhd,bkhd->bhqk", the context "bhqk,bkhd->bqhd"),
+    with an additive padding mask."""
+
+    def __init__(self, hidden_size, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.scale = 1.0 / math.sqrt(hidden_size // num_heads)
+        self.qkv = nn.Linear(hidden_size, 3 * hidden_size)
+        self.out = nn.Linear(hidden_size, hidden_size)
+
+    def forward(self, x, mask_bias):
+        batch, tokens, hidden = x.shape
+        q, k, v = self.qkv(x).view(batch, tokens, 3, self.num_heads, -1).unbind(2)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) * self.scale
+        probs = (scores + mask_bias).softmax(-1)
+        context = torch.einsum("bhqk,bkhd->bqhd", probs, v).reshape(batch, tokens, hidden)
+        return self.out(context)
+
+
+class EinsumEncoderLayer(nn.Module):
+    """A pre-norm encoder layer whose feed-forward products by its weights
+    are einsums too ("btd,df->btf")."""
+
+    def __init__(self, hidden_size, num_heads, intermediate_size):
+        super().__init__()
+        self.attention_norm = nn.LayerNorm(hidden_size)
+        self.attention = EinsumSelfAttention(hidden_size, num_heads)
+        self.mlp_norm = nn.LayerNorm(hidden_size)
+        self.up = nn.Parameter(torch.randn(hidden_size, intermediate_size) / math.sqrt(hidden_size))
+        self.down = nn.Parameter(torch.randn(intermediate_size, hidden_size)
+                                 / math.sqrt(intermediate_size))
+
+    def forward(self, x, mask_bias):
+        x = x + self.attention(self.attention_norm(x), mask_bias)
+        hidden = F.gelu(torch.einsum("btd,df->btf", self.mlp_norm(x), self.up))
+        return x + torch.einsum("btf,fd->btd", hidden, self.down)
+
+
+class EinsumEncoder(nn.Module):
+    def __init__(self, hidden_size, num_layers, num_heads, intermediate_size):
+        super().__init__()
+        self.layers = nn.ModuleList(EinsumEncoderLayer(hidden_size, num_heads, intermediate_size)
+                                    for _ in range(num_layers))
+
+    def forward(self, hidden_states, attention_mask):
+        mask_bias = (1.0 - attention_mask[:, None, None, :].to(hidden_states.dtype)) * -1e9
+        for layer in self.layers:
+            hidden_states = layer(hidden_states, mask_bias)
+        return hidden_states
+
+
+def einsum_encoder_spec(hidden_size, num_layers, num_heads, intermediate_size):
+    """An encoder written with einsums (attention and feed-forward), the
+    spelling kiln-einsum-to-matmul turns into products that fuse."""
+    attention_mask = torch.ones(DUMMY_BATCH, DUMMY_SEQUENCE, dtype=torch.int64)
+    attention_mask[-1, 0] = 0
+    return ExportSpec(
+        module=EinsumEncoder(hidden_size, num_layers, num_heads, intermediate_size),
+        dummy_inputs=(torch.randn(DUMMY_BATCH, DUMMY_SEQUENCE, hidden_size), attention_mask),
+        input_names=["hidden_states", "attention_mask"],
+        output_names=["last_hidden_state"],
+        dynamic_axes={name: {0: "batch", 1: "sequence"}
+                      for name in ("hidden_states", "attention_mask", "last_hidden_state")},
+        opset=17,
+    )
+
+
 MODEL_SPECS = {
     "bert_tiny": bert_spec,
     "gpt2_tiny": lambda: decoder_spec(GPT2LMHeadModel(GPT2_CONFIG), GPT2_CONFIG, opset=14),
     "llama_tiny": lambda: decoder_spec(LlamaForCausalLM(LLAMA_CONFIG), LLAMA_CONFIG, opset=17),
     "torch_encoder_tiny": lambda: torch_encoder_spec(64, 2, 4, 128),
+    "einsum_encoder_tiny": lambda: einsum_encoder_spec(64, 2, 4, 128),
 }
 # Llama at realistic sizes, for bench/run.py --suite scale: (config, tied
 # embeddings). medium is the 155M-parameter shape (624 MB of fp32 weights);

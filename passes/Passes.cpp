@@ -18,6 +18,7 @@ bool OptimizationOptions::disable(llvm::StringRef names, std::string &error) {
   const Switch switches[] = {
       {"fold-quantized-products", &foldQuantizedProducts, false},
       {"constant-fold", &foldConstants, false},
+      {"einsum-to-matmul", &einsumToMatMul, false},
       {"fuse-attention", &fuseAttention, true},
       {"fuse-normalizations", &fuseNormalizations, true},
       {"fuse-activations", &fuseActivations, true},
@@ -64,6 +65,8 @@ void buildGraphOptimizationPipeline(OpPassManager &pm,
   OpPassManager &func = pm.nest<func::FuncOp>();
   if (options.foldConstants)
     func.addPass(createKilnFoldConstants());
+  if (options.einsumToMatMul)
+    func.addPass(createKilnEinsumToMatMul());
   if (options.fuseAttention)
     func.addPass(createKilnFuseAttention());
   if (options.fuseNormalizations)

@@ -38,6 +38,9 @@ struct OptimizationOptions {
   /// (kiln-fold-quantized-products), first.
   bool foldQuantizedProducts = true;
   bool foldConstants = true;
+  /// Two-input einsums that contract one letter as kiln.matmul
+  /// (kiln-einsum-to-matmul), before the fusions look for products.
+  bool einsumToMatMul = true;
   bool fuseAttention = true;
   bool fuseNormalizations = true;
   bool fuseActivations = true;
@@ -73,7 +76,8 @@ struct OptimizationOptions {
   /// belongs to each target's lowering pipeline.
   bool planMemory = true;
 
-  /// Turns off the comma-separated `names`: "constant-fold", "fusion" (every
+  /// Turns off the comma-separated `names`: "constant-fold",
+  /// "einsum-to-matmul", "fusion" (every
   /// fusion), "fuse-attention", "fuse-normalizations", "fuse-activations",
   /// "fuse-rotary", "fuse-gemm-epilogues", "fuse-elementwise",
   /// "duplicate-producers", "pack-weights" or "memory-plan". False, with
@@ -82,7 +86,8 @@ struct OptimizationOptions {
 };
 
 /// The kiln-to-kiln passes that `options` enables, between two
-/// canonicalizations: constant folding, then the fusions in the order
+/// canonicalizations: constant folding, einsums as products, then the
+/// fusions in the order
 /// attention, normalizations, activations, rotary embeddings, GEMM
 /// epilogues (which absorb the activations), then weight packing, then
 /// (when asked for) weight quantization and the paged KV-cache interface.

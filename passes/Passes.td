@@ -121,6 +121,37 @@ def KilnFoldConstants : Pass<"kiln-fold-constants", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def KilnEinsumToMatMul : Pass<"kiln-einsum-to-matmul", "mlir::func::FuncOp"> {
+  let summary = "Rewrites two-input einsums that contract one letter as kiln.matmul";
+  let description = [{
+    A two-input `kiln.einsum` that sums over exactly one letter is a batched
+    matrix product: the letters in both inputs and the output are batch
+    dims, the summed letter is K, and the letters of one input only are M
+    (the first input's) and N (the second's). It becomes `kiln.matmul`
+    (with `transpose_b` when the second input lists N before K) between
+    `kiln.transpose`s where the letters are not already in that order, so
+    that attention written with einsums fuses, and a product by a weight
+    becomes a packed `kiln.linear`, as the same graph written with MatMul
+    does. Letters that only one input has beyond its M or N stay leading
+    batch dims of that input; only one input may have them.
+
+    It does not fire for other einsums (an outer product, several summed
+    letters, a letter summed within one input, a diagonal, one or three
+    inputs) or integer elements: those run as the einsum's loop nest.
+
+    Example:
+
+    ```mlir
+    %s = kiln.einsum %q, %k {equation = "bqhd,bkhd->bhqk"} : ...
+    // becomes
+    %qt = kiln.transpose %q {permutation = array<i64: 0, 2, 1, 3>} : ...
+    %kt = kiln.transpose %k {permutation = array<i64: 0, 2, 1, 3>} : ...
+    %s = kiln.matmul %qt, %kt {transpose_b} : ...
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def KilnFuseAttention : Pass<"kiln-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Fuses decomposed scaled dot-product attention into kiln.attention";
   let description = [{

@@ -94,7 +94,7 @@ cl::list<std::string> dimBounds(
 cl::list<std::string> disabledOptimizations(
     "disable",
     cl::desc("Turn off optimizations, to measure their effect: "
-             "fold-quantized-products, constant-fold, fusion (every "
+             "fold-quantized-products, constant-fold, einsum-to-matmul, fusion (every "
              "fusion), fuse-attention, "
              "fuse-normalizations, fuse-activations, fuse-rotary, "
              "fuse-gemm-epilogues, fuse-elementwise, duplicate-producers, "

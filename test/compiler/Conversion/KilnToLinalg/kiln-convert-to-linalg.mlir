@@ -2476,7 +2476,7 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // -----
 
 // Tests that paged attention becomes a call of the runtime's paged attention
-// microkernel on one parameter struct (kiln/kernel_abi.h): 48 i64 slots on
+// microkernel on one parameter struct (kiln/abi/kernel_abi.h): 48 i64 slots on
 // the stack, filled in declaration order (slot 22 the pool's dtype, 1 for
 // f32; 24 to 26 the pool's layer count 2, the layer 1 and the block size
 // 8; 42 the scale as a double's bits),
