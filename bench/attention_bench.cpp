@@ -22,7 +22,7 @@
 // a tile's rows.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/Attention.h"
+#include "runtime/src/cpu/Attention.h"
 #include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
 

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/WeightQuantizer.h"
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/ThreadPool.h"
 
 #include <algorithm>

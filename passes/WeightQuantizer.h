@@ -3,7 +3,7 @@
 // How kiln-quantize-weights turns packed f32 panels into int8 or 4-bit
 // values with scales (and zero points) by group, in plain C++ so that
 // kiln-gemm-bench quantizes its weights exactly as the compiler does. The
-// layouts are the runtime's (runtime/src/Gemm.h, QuantizedWeight).
+// layouts are the runtime's (runtime/src/cpu/Gemm.h, QuantizedWeight).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_PASSES_WEIGHTQUANTIZER_H

@@ -1,6 +1,6 @@
 //===- UkernelCalls.h - Calls from generated code into the runtime -*- C++ -*-===//
 //
-// Runtime microkernels (runtime/src/Gemm.h, Attention.h) take each buffer as
+// Runtime microkernels (runtime/src/cpu/Gemm.h, Attention.h) take each buffer as
 // the address of its first element plus sizes and strides in elements, all
 // i64. Both the kiln-to-linalg lowering (kiln.attention) and the
 // kiln-linalg-to-ukernels pass (GEMMs) build such calls.

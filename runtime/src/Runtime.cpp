@@ -3,7 +3,7 @@
 #include "runtime/src/Artifact.h"
 #include "runtime/src/BufferPool.h"
 #include "kiln/abi/dtype.h"
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/LinearObserver.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"

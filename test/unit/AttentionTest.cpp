@@ -9,8 +9,8 @@
 // past a row, an element left unwritten or a write outside the view shows up.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/Attention.h"
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Attention.h"
+#include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
 #include "test/unit/PerIsaTest.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/runtime.h"
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/ThreadPool.h"
 #include "test/unit/PerIsaTest.h"
 

@@ -8,7 +8,7 @@
 #ifndef KILN_TEST_UNIT_PERISATEST_H
 #define KILN_TEST_UNIT_PERISATEST_H
 
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 
 #include <gtest/gtest.h>
 

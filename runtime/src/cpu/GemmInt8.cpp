@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kiln/abi/cpu_features.h"
-#include "runtime/src/Gemm.h"
-#include "runtime/src/VectorMath.h"
+#include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>

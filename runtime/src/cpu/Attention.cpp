@@ -31,13 +31,13 @@
 // wrapper, picked by activeGemmIsa() so that KILN_ISA governs both kernels.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/Attention.h"
+#include "runtime/src/cpu/Attention.h"
 
 #include "kiln/abi/dtype.h"
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/HalfFloat.h"
 #include "runtime/src/ThreadPool.h"
-#include "runtime/src/VectorMath.h"
+#include "runtime/src/cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cstring>

@@ -10,12 +10,12 @@
 // synchronize inside a product.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 
 #include "kiln/runtime.h"
 #include "runtime/src/LinearObserver.h"
 #include "runtime/src/ThreadPool.h"
-#include "runtime/src/VectorMath.h"
+#include "runtime/src/cpu/VectorMath.h"
 
 #include <algorithm>
 #include <atomic>

@@ -6,8 +6,8 @@
 // instantiated per vector width and activation inside target wrappers.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/Gemm.h"
-#include "runtime/src/VectorMath.h"
+#include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cpu/VectorMath.h"
 
 #include <cstring>
 

@@ -4,7 +4,7 @@
 // special flags; Gemm.cpp only calls it on CPUs that support both.
 //
 //===----------------------------------------------------------------------===//
-#include "runtime/src/Gemm.h"
+#include "runtime/src/cpu/Gemm.h"
 
 #if defined(__x86_64__)
 
