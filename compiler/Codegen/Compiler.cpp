@@ -1,9 +1,10 @@
 //===- Compiler.cpp - kiln IR to a .kiln artifact -------------------------===//
 #include "compiler/Codegen/Compiler.h"
-#include "compiler/Codegen/ObjectEmitter.h"
-#include "compiler/Codegen/PassReport.h"
-#include "compiler/Codegen/Passes.h"
-#include "compiler/Codegen/Pipelines.h"
+#include "compiler/Codegen/Common/PassReport.h"
+#include "compiler/Codegen/Common/Passes.h"
+#include "compiler/Codegen/Common/Pipelines.h"
+#include "compiler/Codegen/LLVMCPU/ObjectEmitter.h"
+#include "compiler/Codegen/LLVMCPU/Pipelines.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/abi/dtype.h"
 

@@ -5,7 +5,7 @@
 // LLVM treat as disjoint, and which it must not.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Codegen/ArenaAliasScopes.h"
+#include "compiler/Codegen/LLVMCPU/ArenaAliasScopes.h"
 
 #include "llvm/Analysis/AliasAnalysis.h"
 #include "llvm/Analysis/MemoryLocation.h"

@@ -4,8 +4,7 @@
 // each stage of the code generation pipeline can be run and tested alone.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Codegen/Passes.h"
-#include "compiler/Codegen/Pipelines.h"
+#include "compiler/Codegen/Registration.h"
 #include "compiler/Conversion/Passes.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "passes/Passes.h"

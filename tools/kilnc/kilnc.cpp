@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/Compiler.h"
-#include "compiler/Codegen/PassReport.h"
-#include "compiler/Codegen/Pipelines.h"
+#include "compiler/Codegen/Common/PassReport.h"
+#include "compiler/Codegen/Registration.h"
 #include "compiler/Importer/OnnxImporter.h"
 #include "passes/Passes.h"
 #include "tools/kilnc/Calibration.h"

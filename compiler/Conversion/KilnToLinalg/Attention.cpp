@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
-#include "compiler/Conversion/UkernelCalls.h"
+#include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

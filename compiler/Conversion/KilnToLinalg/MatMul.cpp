@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
-#include "compiler/Conversion/UkernelCalls.h"
+#include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "kiln/abi/kernel_abi.h"
 #include "runtime/include/kiln/runtime.h"

@@ -7,7 +7,7 @@
 #ifndef KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
 #define KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
 
-#include "compiler/Conversion/UkernelCalls.h"
+#include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"

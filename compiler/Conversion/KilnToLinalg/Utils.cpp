@@ -1,4 +1,5 @@
 //===- Utils.cpp - Helpers shared by the kiln to linalg patterns ----------===//
+#include "compiler/Codegen/Common/Passes.h" // kUkernelParamsAttrName
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Kiln/IR/KilnOps.h"

@@ -5,8 +5,8 @@
 // overlap. See Passes.td for the rules.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Codegen/Passes.h"
-#include "compiler/Conversion/UkernelCalls.h"
+#include "compiler/Codegen/Common/BufferViews.h"
+#include "compiler/Codegen/Common/Passes.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/abi/artifact_format.h"
 
@@ -26,7 +26,7 @@ using namespace mlir;
 
 namespace kiln {
 #define GEN_PASS_DEF_PLANMEMORY
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/Common/Passes.h.inc"
 
 namespace {
 
@@ -422,10 +422,7 @@ struct Buffer {
 
 /// Whether `name` is one of the runtime's microkernels, which use the
 /// buffers they are given only during the call.
-bool isUkernel(StringRef name) {
-  return name == kSgemmUkernel || name == kLinearUkernel ||
-         name == kAttentionUkernel || name == kPagedAttentionUkernel;
-}
+bool isUkernel(StringRef name) { return name.starts_with(kUkernelPrefix); }
 
 /// The microkernel parameter struct that `user` stores `value` into, if it
 /// is such a store.

@@ -1,6 +1,6 @@
 //===- LinalgToUkernels.cpp - The kiln-linalg-to-ukernels pass ------------===//
-#include "compiler/Codegen/Passes.h"
-#include "compiler/Conversion/UkernelCalls.h"
+#include "compiler/Codegen/LLVMCPU/Passes.h"
+#include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
@@ -9,7 +9,7 @@ using namespace mlir;
 
 namespace kiln {
 #define GEN_PASS_DEF_LINALGTOUKERNELS
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/LLVMCPU/Passes.h.inc"
 
 namespace {
 

@@ -1,5 +1,5 @@
 //===- AssertsToTraps.cpp - The kiln-asserts-to-traps pass ----------------===//
-#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/LLVMCPU/Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -8,7 +8,7 @@ using namespace mlir;
 
 namespace kiln {
 #define GEN_PASS_DEF_ASSERTSTOTRAPS
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/LLVMCPU/Passes.h.inc"
 
 namespace {
 

@@ -1,5 +1,5 @@
 //===- PrepareEntryPoint.cpp - The kiln-prepare-entry-point pass ----------===//
-#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/Common/Passes.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "passes/WeightBlobs.h"
 #include "kiln/abi/artifact_format.h"
@@ -11,7 +11,7 @@ using namespace mlir;
 
 namespace kiln {
 #define GEN_PASS_DEF_PREPAREENTRYPOINT
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/Common/Passes.h.inc"
 
 kiln_dtype_t runtimeDtype(Type type) {
   if (type.isF32()) return KILN_DTYPE_F32;

@@ -1,12 +1,12 @@
 //===- ApproximateMath.cpp - The kiln-approximate-math pass ---------------===//
-#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/LLVMCPU/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_APPROXIMATEMATH
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/LLVMCPU/Passes.h.inc"
 
 namespace {
 

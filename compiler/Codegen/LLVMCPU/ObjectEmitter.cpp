@@ -1,5 +1,5 @@
 //===- ObjectEmitter.cpp - LLVM dialect to an x86-64 shared object --------===//
-#include "compiler/Codegen/ObjectEmitter.h"
+#include "compiler/Codegen/LLVMCPU/ObjectEmitter.h"
 #include "kiln/abi/cpu_features.h"
 
 #include "mlir/Target/LLVMIR/Export.h"

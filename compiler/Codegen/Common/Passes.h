@@ -1,6 +1,12 @@
-//===- Passes.h - Kiln code generation passes -------------------*- C++ -*-===//
-#ifndef KILN_COMPILER_CODEGEN_PASSES_H
-#define KILN_COMPILER_CODEGEN_PASSES_H
+//===- Passes.h - Code generation passes of every target -------*- C++ -*-===//
+//
+// The passes every target's lowering shares, and what the targets' passes
+// agree on: the module attributes the compiler reads back, the entry and
+// trap symbols, and the runtime's element types.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_CODEGEN_COMMON_PASSES_H
+#define KILN_COMPILER_CODEGEN_COMMON_PASSES_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -12,7 +18,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
-#include "runtime/include/kiln/runtime.h"
+#include "kiln/runtime.h"
 
 namespace kiln {
 
@@ -28,17 +34,25 @@ constexpr llvm::StringLiteral kMemoryPlanAttrName = "kiln.memory_plan";
 constexpr llvm::StringLiteral kEntrySymbol = "kiln_entry";
 /// The runtime's handler of failed run-time checks; it does not return.
 constexpr llvm::StringLiteral kTrapFunction = "kiln_rt_trap";
+/// The runtime's kernels are named kiln_ukernel_*: they use the buffers they
+/// are given only during the call, which memory planning relies on.
+constexpr llvm::StringLiteral kUkernelPrefix = "kiln_ukernel_";
+/// Marks the memref.alloca that holds a kernel's parameter struct
+/// (kiln/abi/kernel_abi.h): the buffers' addresses stored into it are the
+/// call's operands, used only during the call, so memory planning follows
+/// them through it to the call.
+constexpr llvm::StringLiteral kUkernelParamsAttrName = "kiln.ukernel_params";
 
 /// The runtime's element type for `type`; KILN_DTYPE_INVALID when the runtime
 /// cannot pass it.
 kiln_dtype_t runtimeDtype(mlir::Type type);
 
 #define GEN_PASS_DECL
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/Common/Passes.h.inc"
 
 #define GEN_PASS_REGISTRATION
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/Common/Passes.h.inc"
 
 } // namespace kiln
 
-#endif // KILN_COMPILER_CODEGEN_PASSES_H
+#endif // KILN_COMPILER_CODEGEN_COMMON_PASSES_H

@@ -2,7 +2,7 @@
 #ifndef KILN_COMPILER_CODEGEN_OBJECTEMITTER_H
 #define KILN_COMPILER_CODEGEN_OBJECTEMITTER_H
 
-#include "compiler/Codegen/ArenaAliasScopes.h"
+#include "compiler/Codegen/LLVMCPU/ArenaAliasScopes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

@@ -1,5 +1,5 @@
 //===- EmitEntryPoint.cpp - The kiln-emit-entry-point pass ----------------===//
-#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/LLVMCPU/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -7,7 +7,7 @@ using namespace mlir;
 
 namespace kiln {
 #define GEN_PASS_DEF_EMITENTRYPOINT
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/LLVMCPU/Passes.h.inc"
 
 namespace {
 

@@ -1,33 +1,13 @@
 //===- UkernelCalls.cpp - Calls from generated code into the runtime ------===//
-#include "compiler/Conversion/UkernelCalls.h"
+#include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
 namespace kiln {
-
-Value viewRoot(Value buffer, SmallVectorImpl<Value> &shifts) {
-  Value root = buffer;
-  while (auto viewLike = root.getDefiningOp<ViewLikeOpInterface>()) {
-    if (auto view = dyn_cast<memref::ViewOp>(viewLike.getOperation()))
-      shifts.push_back(view.getByteShift());
-    root = viewLike.getViewSource();
-  }
-  return root;
-}
-
-Value alignedPointerOf(OpBuilder &b, Location loc, Value buffer) {
-  SmallVector<Value> shifts;
-  Value root = viewRoot(buffer, shifts);
-  Value pointer = b.create<memref::ExtractAlignedPointerAsIndexOp>(loc, root);
-  for (Value shift : shifts)
-    pointer = b.create<arith::AddIOp>(loc, pointer, shift);
-  return pointer;
-}
 
 UkernelBuffer describeBuffer(OpBuilder &b, Location loc, Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());

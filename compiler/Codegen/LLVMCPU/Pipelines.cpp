@@ -1,9 +1,6 @@
-//===- Pipelines.cpp - Kiln code generation pipelines ---------------------===//
-#include "compiler/Codegen/Pipelines.h"
-#include "compiler/Codegen/Passes.h"
-#include "compiler/Conversion/Passes.h"
-#include "dialects/Kiln/IR/KilnDialect.h"
-#include "passes/Passes.h"
+//===- Pipelines.cpp - The CPU target's lowering --------------------------===//
+#include "compiler/Codegen/LLVMCPU/Pipelines.h"
+#include "compiler/Codegen/LLVMCPU/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -13,35 +10,11 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
 namespace kiln {
-
-void buildTensorLoweringPipeline(OpPassManager &pm,
-                                 const OptimizationOptions &options) {
-  buildGraphOptimizationPipeline(pm, options);
-  buildLinalgLoweringPipeline(pm, options);
-}
-
-void buildLinalgLoweringPipeline(OpPassManager &pm,
-                                 const OptimizationOptions &options) {
-  pm.addPass(createPrepareEntryPoint());
-  pm.addPass(createConvertKilnToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  if (options.fuseElementwise) {
-    if (options.duplicateProducers)
-      pm.addNestedPass<func::FuncOp>(createDuplicateElementwiseProducers());
-    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
-  }
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-}
 
 void buildLLVMCPULoweringPipeline(OpPassManager &pm,
                                   const OptimizationOptions &options) {
@@ -96,24 +69,6 @@ void buildLLVMCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createEmitEntryPoint());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-}
-
-void registerKilnPipelines() {
-  PassPipelineRegistration<>(
-      "kiln-lower-to-tensors",
-      "Lowers kiln IR to fused linalg on tensors (every backend)",
-      [](OpPassManager &pm) { buildTensorLoweringPipeline(pm); });
-  PassPipelineRegistration<>(
-      "kiln-lower-to-llvm-cpu",
-      "Lowers linalg on tensors to the LLVM dialect for the CPU runtime",
-      [](OpPassManager &pm) { buildLLVMCPULoweringPipeline(pm); });
-}
-
-void registerCodegenDialects(DialectRegistry &registry) {
-  registry.insert<KilnDialect>();
-  registerAllDialects(registry);
-  registerAllExtensions(registry);
-  registerAllToLLVMIRTranslations(registry);
 }
 
 } // namespace kiln

@@ -1,5 +1,5 @@
 //===- PassReport.cpp - What each compiler pass did, as JSON --------------===//
-#include "compiler/Codegen/PassReport.h"
+#include "compiler/Codegen/Common/PassReport.h"
 
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"

@@ -7,7 +7,7 @@
 // fresh allocation. Scoped alias metadata gives that knowledge back.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Codegen/ArenaAliasScopes.h"
+#include "compiler/Codegen/LLVMCPU/ArenaAliasScopes.h"
 
 #include "llvm/Analysis/LoopInfo.h"
 #include "llvm/IR/Constants.h"

@@ -8,17 +8,20 @@
 //   linalg/tensor/arith/math                     [buildTensorLoweringPipeline]
 //   ---------------------------- target split ----------------------------
 //   CPU: one-shot bufferization, memory planning, deallocation, GEMM microkernel calls,
-//        loops, LLVM dialect, kiln_entry        [buildLLVMCPULoweringPipeline]
-//        then LLVM IR -> x86-64 object -> shared object (ObjectEmitter.h)
-//   GPU: (later) bufferization, GPU mapping, NVVM -> PTX
+//        loops, LLVM dialect, kiln_entry        [buildLLVMCPULoweringPipeline,
+//                                                LLVMCPU/Pipelines.h]
+//        then LLVM IR -> x86-64 object -> shared object (LLVMCPU/ObjectEmitter.h)
+//   GPU: (later) bufferization, GPU mapping, NVVM -> PTX, in a room of its own
+//
+// This header declares the shared half; compiler/Codegen/Registration.h
+// registers both halves and the dialects with kiln-opt and kilnc.
 //
 //===----------------------------------------------------------------------===//
-#ifndef KILN_COMPILER_CODEGEN_PIPELINES_H
-#define KILN_COMPILER_CODEGEN_PIPELINES_H
+#ifndef KILN_COMPILER_CODEGEN_COMMON_PIPELINES_H
+#define KILN_COMPILER_CODEGEN_COMMON_PIPELINES_H
 
 #include "passes/Passes.h"
 
-#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace kiln {
@@ -32,19 +35,7 @@ void buildTensorLoweringPipeline(mlir::OpPassManager &pm,
 /// (kiln-page-kv-cache) that the artifact's manifest describes.
 void buildLinalgLoweringPipeline(mlir::OpPassManager &pm,
                                  const OptimizationOptions &options = {});
-/// linalg on tensors to the LLVM dialect with the kiln_entry entry point,
-/// planning memory when `options` asks for it.
-void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,
-                                  const OptimizationOptions &options = {});
-
-/// Registers both as kiln-opt pipelines: kiln-lower-to-tensors and
-/// kiln-lower-to-llvm-cpu.
-void registerKilnPipelines();
-
-/// Every dialect, interface model and LLVM translation that code generation
-/// needs.
-void registerCodegenDialects(mlir::DialectRegistry &registry);
 
 } // namespace kiln
 
-#endif // KILN_COMPILER_CODEGEN_PIPELINES_H
+#endif // KILN_COMPILER_CODEGEN_COMMON_PIPELINES_H

@@ -9,7 +9,7 @@
 // compute it inside each of them instead.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Codegen/Passes.h"
+#include "compiler/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -18,7 +18,7 @@
 
 namespace kiln {
 #define GEN_PASS_DEF_DUPLICATEELEMENTWISEPRODUCERS
-#include "compiler/Codegen/Passes.h.inc"
+#include "compiler/Codegen/Common/Passes.h.inc"
 } // namespace kiln
 
 using namespace mlir;

@@ -1,0 +1,35 @@
+//===- Pipelines.cpp - The lowering every target shares ------------------===//
+#include "compiler/Codegen/Common/Pipelines.h"
+#include "compiler/Codegen/Common/Passes.h"
+#include "compiler/Conversion/Passes.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kiln {
+
+void buildTensorLoweringPipeline(OpPassManager &pm,
+                                 const OptimizationOptions &options) {
+  buildGraphOptimizationPipeline(pm, options);
+  buildLinalgLoweringPipeline(pm, options);
+}
+
+void buildLinalgLoweringPipeline(OpPassManager &pm,
+                                 const OptimizationOptions &options) {
+  pm.addPass(createPrepareEntryPoint());
+  pm.addPass(createConvertKilnToLinalg());
+  pm.addPass(createCanonicalizerPass());
+  if (options.fuseElementwise) {
+    if (options.duplicateProducers)
+      pm.addNestedPass<func::FuncOp>(createDuplicateElementwiseProducers());
+    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+  }
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+} // namespace kiln

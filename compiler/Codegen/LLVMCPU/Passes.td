@@ -1,0 +1,119 @@
+//===- Passes.td - The CPU target's code generation passes ---*- tablegen -*-===//
+//
+// Passes of the CPU target's tail (LLVMCPU): math made vectorizable, GEMMs
+// as calls of the runtime's microkernels, failed checks as traps, and the
+// kiln_entry entry point.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_CODEGEN_LLVMCPU_PASSES_TD
+#define KILN_COMPILER_CODEGEN_LLVMCPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ApproximateMath : Pass<"kiln-approximate-math"> {
+  let summary = "Replaces libm calls with vectorizable arithmetic";
+  let description = [{
+    Rewrites powers with constant exponents (x^2, x^3, x^0.5, x^-1, ...) as
+    multiplications, square roots and divisions, and exp, log, tanh, erf, sin,
+    cos and friends on f32 as MLIR's polynomial approximations (accurate to a
+    few ulp). Both keep loop bodies free of calls, so that LLVM can vectorize
+    them; a libm call per element dominated transformer runs before this.
+
+    Example:
+
+    ```mlir
+    %y = math.powf %x, %c3 : f32
+    // becomes
+    %x2 = arith.mulf %x, %x : f32
+    %y = arith.mulf %x2, %x : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+def LinalgToUkernels : Pass<"kiln-linalg-to-ukernels", "mlir::ModuleOp"> {
+  let summary = "Replaces f32 matmuls on buffers with runtime GEMM microkernel calls";
+  let description = [{
+    Runs after bufferization. A `linalg.matmul`, `linalg.matmul_transpose_b`,
+    `linalg.batch_matmul` or `linalg.batch_matmul_transpose_b` on f32 memrefs
+    with unit inner strides becomes one call to the runtime's packed-panel
+    SGEMM:
+
+    ```
+    kiln_ukernel_sgemm(batch, m, n, k, a, a_batch_stride, lda,
+                       b, b_batch_stride, ldb, transpose_b,
+                       c, c_batch_stride, ldc, accumulate)
+    ```
+
+    linalg adds the product to C, and so does the call, with `accumulate =
+    1`. When C is a fresh allocation that only a zero fill used before, the
+    call overwrites C instead (`accumulate = 0`) and the fill is erased.
+    Anything else is left to the generic loop lowering.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def AssertsToTraps : Pass<"kiln-asserts-to-traps", "mlir::ModuleOp"> {
+  let summary = "Turns failed run-time checks into calls to the runtime's trap";
+  let description = [{
+    Runs on control flow (after scf-to-cf). Each `cf.assert %ok, "message"`
+    becomes a branch to a block that calls `kiln_rt_trap("message")`, which
+    does not return: the runtime ends the run with an error that carries the
+    message. Upstream's lowering would print the message and abort the
+    process; a bad request must not take down a server.
+
+    Example:
+
+    ```mlir
+    cf.assert %ok, "node 'Add_3' (kiln.add): ..."
+    // becomes
+    cf.cond_br %ok, ^continue, ^trap
+  ^trap:
+    llvm.call @kiln_rt_trap(%message) : (!llvm.ptr) -> ()
+    llvm.unreachable
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
+def EmitEntryPoint : Pass<"kiln-emit-entry-point", "mlir::ModuleOp"> {
+  let summary = "Adds the runtime's entry point, kiln_entry(args, results)";
+  let description = [{
+    Runs on the LLVM dialect, after `llvm.emit_c_interface` made
+    `_mlir_ciface_<function>`. Adds
+
+    ```
+    void kiln_entry(void **arguments, void *results)
+    ```
+
+    which calls it with `arguments[i]` as the i-th memref descriptor pointer
+    (inputs, then weights) and `results` as the out-pointer to the struct of
+    result descriptors. The runtime calls only this symbol, so it needs to know
+    no function signature beyond the manifest.
+
+    The entry function's pointer parameters are marked `noalias`: they are
+    the inputs' and weights' buffers, which `kiln-prepare-entry-point` made
+    read-only, so no write can go through them. The results of the runtime's
+    allocation functions (`_mlir_memref_to_llvm_(aligned_)alloc`) are marked
+    `noalias` too: each is a fresh buffer. Both let LLVM keep loop
+    accumulators in registers and vectorize loops.
+  }];
+  let options = [
+    Option<"functionName", "function", "std::string", /*default=*/"\"main\"",
+           "The entry function">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // KILN_COMPILER_CODEGEN_LLVMCPU_PASSES_TD

@@ -1,0 +1,18 @@
+//===- Pipelines.h - The CPU target's lowering ------------------*- C++ -*-===//
+#ifndef KILN_COMPILER_CODEGEN_LLVMCPU_PIPELINES_H
+#define KILN_COMPILER_CODEGEN_LLVMCPU_PIPELINES_H
+
+#include "passes/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+/// linalg on tensors (Common/Pipelines.h's result) to the LLVM dialect with
+/// the kiln_entry entry point, planning memory when `options` asks for it.
+void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,
+                                  const OptimizationOptions &options = {});
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_CODEGEN_LLVMCPU_PIPELINES_H
