@@ -76,10 +76,41 @@ def dequantize(values, scales, zero_points, group_size):
     return ((values - per_row(zero_points)) * per_row(scales)).astype(np.float32)
 
 
+def einsum_weight_orientation(node):
+    """For a two-input Einsum that is a product by its second input, as
+    kilnc's kiln-einsum-to-matmul makes it one ("btd,df->btf"): True when
+    that input is [N, K], False when [K, N]; None for any other einsum, or
+    one whose first input does not end in K (its rows must be along K, as a
+    product's input is quantized per row)."""
+    equation = next((a.s.decode() for a in node.attribute if a.name == "equation"), "")
+    equation = equation.replace(" ", "")
+    if "->" not in equation or "." in equation:
+        return None
+    inputs, output = equation.split("->")
+    terms = inputs.split(",")
+    if len(terms) != 2 or len(terms[1]) != 2:
+        return None
+    x, w = terms
+    summed = [c for c in w if c in x and c not in output]
+    own = [c for c in w if c not in x and c in output]
+    if len(summed) != 1 or len(own) != 1 or not x.endswith(summed[0]):
+        return None
+    return w == own[0] + summed[0]
+
+
+def is_weight_product(node):
+    """Whether `node` multiplies its first input by its second as a product
+    by a weight: a MatMul, a Gemm, or an einsum that is one
+    (einsum_weight_orientation)."""
+    return node.op_type in ("MatMul", "Gemm") or (
+        node.op_type == "Einsum" and einsum_weight_orientation(node) is not None)
+
+
 def weight_orientation(graph, name):
     """True when initializer `name` is a product's [N, K] weight (a Gemm's
     B with transB), False when it is [K, N] (a MatMul's right side, a
-    Gemm's B without transB); None when no product reads it as its weight."""
+    Gemm's B without transB, an einsum's as einsum_weight_orientation
+    reads it); None when no product reads it as its weight."""
     for node in graph.node:
         if len(node.input) > 1 and node.input[1] == name:
             if node.op_type == "MatMul":
@@ -87,6 +118,8 @@ def weight_orientation(graph, name):
             if node.op_type == "Gemm":
                 trans_b = [a.i for a in node.attribute if a.name == "transB"]
                 return bool(trans_b and trans_b[0])
+            if node.op_type == "Einsum" and einsum_weight_orientation(node) is not None:
+                return einsum_weight_orientation(node)
     return None
 
 
@@ -148,7 +181,7 @@ def quantize_product_inputs(model, weights):
             weights[output] = weights[source]
     nodes = []
     for index, node in enumerate(graph.node):
-        if node.op_type in ("MatMul", "Gemm") and node.input[1] in weights:
+        if is_weight_product(node) and len(node.input) > 1 and node.input[1] in weights:
             if any(a.name == "transA" and a.i for a in node.attribute):
                 raise ValueError(f"{node.name}: a Gemm with transA has no rows to quantize")
             quantize_nodes, restored = quantized_rows(graph, node.input[0],

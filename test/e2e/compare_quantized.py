@@ -92,19 +92,19 @@ def check_calibrated_ranges(model_path, ranges, calibration, label):
     """Failures (0 or 1) where kilnc's calibrated input range of a weight's
     products (`ranges`, by weight name, from --report) is not ORT's MinMax
     range of their inputs on the same `calibration` feeds: the union over
-    every MatMul or Gemm reading the weight (an exporter shares one
+    every product (MatMul, Gemm, or einsum by a weight) reading the weight (an exporter shares one
     initializer between layers that hold the same values)."""
     model = onnx.load(model_path)
     identity = quantization.identity_sources(model.graph)
     activations = collections.defaultdict(set)
     for node in model.graph.node:
-        if node.op_type in ("MatMul", "Gemm") and len(node.input) > 1:
+        if quantization.is_weight_product(node) and len(node.input) > 1:
             weight = identity.get(node.input[1], node.input[1])
             if weight in ranges:
                 activations[weight].add(node.input[0])
     unmatched = sorted(set(ranges) - set(activations))
     if unmatched:
-        print(f"FAIL: {label}: calibrated weights {unmatched} are read by no MatMul or Gemm")
+        print(f"FAIL: {label}: calibrated weights {unmatched} are read by no product")
         return 1
     ort = quantization.calibrated_ranges(model, sorted(set().union(*activations.values())),
                                          calibration)
