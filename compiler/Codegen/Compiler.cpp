@@ -235,7 +235,7 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     declareDimBounds(func, artifact.inputs);
   PassManager tensors(module.getContext());
   instrument(tensors);
-  buildLinalgLoweringPipeline(tensors, options.optimizations);
+  buildLinalgLoweringPipeline(tensors, addLLVMCPUKernelLowering, options.optimizations);
   if (!runPipeline(tensors, module, "lowering to linalg", error))
     return false;
   if (stage == CompileStage::Linalg)

@@ -23,8 +23,8 @@ void registerKilnCodegenPasses() {
 void registerKilnPipelines() {
   PassPipelineRegistration<>(
       "kiln-lower-to-tensors",
-      "Lowers kiln IR to fused linalg on tensors (every backend)",
-      [](OpPassManager &pm) { buildTensorLoweringPipeline(pm); });
+      "Lowers kiln IR to fused linalg on tensors (every backend; the CPU's kernels as calls)",
+      [](OpPassManager &pm) { buildTensorLoweringPipeline(pm, addLLVMCPUKernelLowering); });
   PassPipelineRegistration<>(
       "kiln-lower-to-llvm-cpu",
       "Lowers linalg on tensors to the LLVM dialect for the CPU runtime",

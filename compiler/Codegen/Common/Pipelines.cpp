@@ -12,15 +12,16 @@ using namespace mlir;
 
 namespace kiln {
 
-void buildTensorLoweringPipeline(OpPassManager &pm,
+void buildTensorLoweringPipeline(OpPassManager &pm, const KernelLowering &lowerKernels,
                                  const OptimizationOptions &options) {
   buildGraphOptimizationPipeline(pm, options);
-  buildLinalgLoweringPipeline(pm, options);
+  buildLinalgLoweringPipeline(pm, lowerKernels, options);
 }
 
-void buildLinalgLoweringPipeline(OpPassManager &pm,
+void buildLinalgLoweringPipeline(OpPassManager &pm, const KernelLowering &lowerKernels,
                                  const OptimizationOptions &options) {
   pm.addPass(createPrepareEntryPoint());
+  lowerKernels(pm);
   pm.addPass(createConvertKilnToLinalg());
   pm.addPass(createCanonicalizerPass());
   if (options.fuseElementwise) {

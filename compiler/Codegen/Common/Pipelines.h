@@ -24,16 +24,24 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <functional>
+
 namespace kiln {
 
+/// Adds the passes that lower the ops a target runs as its own kernels
+/// (kiln.linear, kiln.attention) to those kernels' calls; the shared
+/// lowering to linalg takes every other op.
+using KernelLowering = std::function<void(mlir::OpPassManager &)>;
+
 /// kiln IR (entry function `main`) to fused linalg on tensors, through the
-/// graph optimizations that `options` enables (passes/Passes.h).
-void buildTensorLoweringPipeline(mlir::OpPassManager &pm,
+/// graph optimizations that `options` enables (passes/Passes.h), with the
+/// target's kernels lowered by `lowerKernels`.
+void buildTensorLoweringPipeline(mlir::OpPassManager &pm, const KernelLowering &lowerKernels,
                                  const OptimizationOptions &options = {});
 /// Its second half: optimized kiln IR to fused linalg on tensors. compile()
 /// runs the halves apart, since the graph passes may change the signature
 /// (kiln-page-kv-cache) that the artifact's manifest describes.
-void buildLinalgLoweringPipeline(mlir::OpPassManager &pm,
+void buildLinalgLoweringPipeline(mlir::OpPassManager &pm, const KernelLowering &lowerKernels,
                                  const OptimizationOptions &options = {});
 
 } // namespace kiln

@@ -4,6 +4,9 @@
 
 #include "compiler/Codegen/Common/Passes.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 namespace kiln {
 
 #define GEN_PASS_DECL

@@ -10,6 +10,29 @@
 
 include "mlir/Pass/PassBase.td"
 
+def LowerToKernelCalls : Pass<"kiln-lower-to-cpu-kernels", "mlir::ModuleOp"> {
+  let summary = "Lowers the ops the CPU runs as the runtime's kernels to their calls";
+  let description = [{
+    `kiln.linear`, `kiln.attention` and `kiln.paged_attention` run as the
+    runtime's microkernels (`kiln_ukernel_linear`, `kiln_ukernel_attention`,
+    `kiln_ukernel_paged_attention`): each becomes a call on its operands'
+    buffers (`bufferization.to_memref`, read-only, each read tagged with its
+    caller so that CSE keeps them apart) writing fresh buffers that are its
+    results (`bufferization.to_tensor restrict`); kiln.linear and
+    kiln.paged_attention pass a parameter struct (`kiln/abi/kernel_abi.h`)
+    in a stack buffer marked `kiln.ukernel_params`. Sizes that must agree
+    are checked at run time. It runs before the shared `kiln-convert-to-linalg`,
+    which lowers every other kiln op and refuses these. It runs on the
+    module because it declares the kernels there.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def ApproximateMath : Pass<"kiln-approximate-math"> {
   let summary = "Replaces libm calls with vectorizable arithmetic";
   let description = [{

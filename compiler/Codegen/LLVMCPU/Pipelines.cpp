@@ -16,6 +16,8 @@ using namespace mlir;
 
 namespace kiln {
 
+void addLLVMCPUKernelLowering(OpPassManager &pm) { pm.addPass(createLowerToKernelCalls()); }
+
 void buildLLVMCPULoweringPipeline(OpPassManager &pm,
                                   const OptimizationOptions &options) {
   pm.addPass(createApproximateMath());

@@ -8,6 +8,11 @@
 
 namespace kiln {
 
+/// The CPU's kernels: kiln.linear and kiln.attention as the runtime's
+/// microkernel calls (kiln-lower-to-cpu-kernels), Common/Pipelines.h's
+/// KernelLowering for this target.
+void addLLVMCPUKernelLowering(mlir::OpPassManager &pm);
+
 /// linalg on tensors (Common/Pipelines.h's result) to the LLVM dialect with
 /// the kiln_entry entry point, planning memory when `options` asks for it.
 void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,

@@ -3,10 +3,8 @@
 // The CPU target's kernel calling convention: runtime microkernels
 // (runtime/src/cpu/Gemm.h, Attention.h) take each buffer as the address of
 // its first element plus sizes and strides in elements, all i64. Both the
-// kiln-linalg-to-ukernels pass (GEMMs) and, for now, the target-neutral
-// kiln-to-linalg lowering (kiln.linear, kiln.attention) build such calls:
-// that lowering is the one place outside this room that still reaches into
-// it, and a second target needs it to leave those ops to each target.
+// kiln-lower-to-cpu-kernels pass (kiln.linear, kiln.attention) and the
+// kiln-linalg-to-ukernels pass (GEMMs) build such calls.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_CODEGEN_LLVMCPU_UKERNELCALLS_H
@@ -40,6 +38,29 @@ struct UkernelBuffer {
 /// Describes `buffer` (a memref of any layout); i1 elements are one byte.
 UkernelBuffer describeBuffer(mlir::OpBuilder &b, mlir::Location loc,
                              mlir::Value buffer);
+
+/// The attribute naming, on a microkernel's bufferization.to_memref, the op
+/// whose call reads it (its location), so that CSE keeps one read per call.
+constexpr llvm::StringLiteral kReadByAttrName = "kiln.read_by";
+
+/// `tensor`'s buffer as a microkernel reads it (bufferization.to_memref,
+/// read-only, tagged with kReadByAttrName). With `unitInnerStride` the
+/// buffer's last dim is contiguous: bufferization casts a buffer that
+/// provably is, and copies any other.
+UkernelBuffer readBuffer(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tensor,
+                         bool unitInnerStride = false);
+
+/// The null !llvm.ptr, for an absent microkernel operand.
+mlir::Value nullPointer(mlir::OpBuilder &b, mlir::Location loc);
+
+/// Calls microkernel `name` with a pointer to a parameter struct
+/// (kiln/abi/kernel_abi.h) holding `slots` in order: i64 values, or pointers
+/// (stored as integers). Fails, naming both counts, unless there are
+/// `expectedSlots` of them, the struct's size in the header.
+mlir::LogicalResult callWithParameterStruct(mlir::OpBuilder &b, mlir::Location loc,
+                                            mlir::Operation *op, llvm::StringRef name,
+                                            llvm::ArrayRef<mlir::Value> slots,
+                                            int64_t expectedSlots);
 
 /// The private declaration of microkernel `name` in `module`, created with
 /// `arguments`' types on first use.

@@ -78,10 +78,21 @@ struct ConvertKilnToLinalgPass
     target.addLegalOp<mlir::ModuleOp>();
     target.addIllegalDialect<KilnDialect>();
 
+    // The ops a target runs as its own kernels are lowered by that target's
+    // pass before this one (kiln-lower-to-cpu-kernels on the CPU).
+    mlir::WalkResult leftForTarget = getOperation().walk([](mlir::Operation *op) {
+      if (!mlir::isa<LinearOp, AttentionOp, PagedAttentionOp>(op))
+        return mlir::WalkResult::advance();
+      op->emitOpError("runs as a target's kernel: lower it with the target's "
+                      "kernel-call pass (kiln-lower-to-cpu-kernels) first");
+      return mlir::WalkResult::interrupt();
+    });
+    if (leftForTarget.wasInterrupted())
+      return signalPassFailure();
+
     mlir::RewritePatternSet patterns(ctx);
     populateElementwiseLoweringPatterns(patterns);
     populateMatMulLoweringPatterns(patterns);
-    populateAttentionLoweringPatterns(patterns);
     populateReductionLoweringPatterns(patterns);
     populateDataMovementLoweringPatterns(patterns);
     populateLoopNestLoweringPatterns(patterns);

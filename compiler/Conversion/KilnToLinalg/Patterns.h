@@ -7,7 +7,6 @@
 #ifndef KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
 #define KILN_COMPILER_CONVERSION_KILNTOLINALG_PATTERNS_H
 
-#include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -22,8 +21,6 @@ namespace kiln {
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// matmul, einsum, and linear as a call of the runtime GEMM with an epilogue.
 void populateMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
-/// attention, as a call of the runtime's attention microkernel.
-void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// reduce_*, plus the decompositions of softmax, log_softmax and the norms
 /// into kiln ops.
 void populateReductionLoweringPatterns(mlir::RewritePatternSet &patterns);
@@ -207,29 +204,32 @@ void check(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
 void checkSameSize(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
                    mlir::OpFoldResult actual, mlir::OpFoldResult expected,
                    const llvm::Twine &what);
-/// The attribute naming, on a microkernel's bufferization.to_memref, the op
-/// whose call reads it (its location), so that CSE keeps one read per call.
-constexpr llvm::StringLiteral kReadByAttrName = "kiln.read_by";
-/// `tensor`'s buffer as a microkernel reads it (bufferization.to_memref,
-/// read-only, tagged with kReadByAttrName). With `unitInnerStride` the
-/// buffer's last dim is contiguous: bufferization casts a buffer that
-/// provably is, and copies any other.
-UkernelBuffer readBuffer(mlir::OpBuilder &b, mlir::Location loc,
-                         mlir::Value tensor, bool unitInnerStride = false);
-/// The null !llvm.ptr, for an absent microkernel operand.
-mlir::Value nullPointer(mlir::OpBuilder &b, mlir::Location loc);
 /// An i64 constant.
 mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, int64_t value);
-/// Calls microkernel `name` with a pointer to a parameter struct
-/// (kiln/abi/kernel_abi.h) holding `slots` in order: i64 values, or pointers
-/// (stored as integers). Fails, naming both counts, unless there are
-/// `expectedSlots` of them, the struct's size in the header.
-mlir::LogicalResult callWithParameterStruct(mlir::OpBuilder &b,
-                                            mlir::Location loc,
-                                            mlir::Operation *op,
-                                            llvm::StringRef name,
-                                            llvm::ArrayRef<mlir::Value> slots,
-                                            int64_t expectedSlots);
+/// The product of `sizes` as one size.
+mlir::OpFoldResult multiplySizes(mlir::OpBuilder &b, mlir::Location loc,
+                                 llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// A tensor type of `sizes` (static where they are constants).
+mlir::RankedTensorType tensorType(llvm::ArrayRef<mlir::OpFoldResult> sizes,
+                                  mlir::Type elementType);
+/// `value` with `type` and `sizes`: a reshape, or only a cast where the rank
+/// stays, since flattening a rank-2 operand's rows (or restoring them)
+/// changes nothing. A reshape would force a copy of a strided view.
+mlir::Value reshapeRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
+                        mlir::RankedTensorType type,
+                        llvm::ArrayRef<mlir::OpFoldResult> sizes);
+/// A product by a 2-D weight as the kernels see it: the input's leading dims
+/// flattened into the rows of [rows, K] · [K, N] = [rows, N].
+struct RowsProduct {
+  llvm::SmallVector<mlir::OpFoldResult> resultSizes; // [..., N]
+  mlir::OpFoldResult rows;
+  mlir::Value flatInput; // [rows, K]
+};
+/// `input` [..., K] as the rows of a product with N columns, checking the
+/// result's sizes against `resultType`.
+RowsProduct flattenRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Operation *op,
+                        mlir::Value input, llvm::ArrayRef<mlir::OpFoldResult> inputSizes,
+                        mlir::OpFoldResult n, mlir::RankedTensorType resultType);
 /// A (possibly dynamic) tensor cast of `value` to `type` when they differ.
 mlir::Value castTo(mlir::OpBuilder &b, mlir::Location loc, mlir::Value value,
                    mlir::RankedTensorType type);

@@ -1,5 +1,4 @@
 //===- Utils.cpp - Helpers shared by the kiln to linalg patterns ----------===//
-#include "compiler/Codegen/Common/Passes.h" // kUkernelParamsAttrName
 #include "compiler/Conversion/KilnToLinalg/Patterns.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -432,60 +431,8 @@ void checkSameSize(OpBuilder &b, Location loc, Operation *op,
   check(b, loc, op, equal, what);
 }
 
-UkernelBuffer readBuffer(OpBuilder &b, Location loc, Value tensor,
-                         bool unitInnerStride) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  BaseMemRefType bufferType =
-      bufferization::getMemRefTypeWithFullyDynamicLayout(type);
-  if (unitInnerStride) {
-    SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-    strides.back() = 1;
-    bufferType = MemRefType::get(
-        type.getShape(), type.getElementType(),
-        StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides));
-  }
-  auto buffer = b.create<bufferization::ToMemrefOp>(loc, bufferType, tensor,
-                                                    /*read_only=*/true);
-  // One-shot bufferization takes a to_memref as the tensor's read: a later
-  // op may then reuse the tensor's buffer in place. CSE would merge the
-  // reads of one tensor by several calls (the Q, K and V products of one
-  // norm) into the first, and the later calls would read a buffer already
-  // overwritten. Naming the reader keeps each read where its call is.
-  buffer->setAttr(kReadByAttrName, LocationAttr(loc));
-  return describeBuffer(b, loc, buffer);
-}
-
-Value nullPointer(OpBuilder &b, Location loc) {
-  return b.create<LLVM::ZeroOp>(loc, LLVM::LLVMPointerType::get(b.getContext()));
-}
-
 Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
   return b.create<arith::ConstantIntOp>(loc, value, 64);
-}
-
-LogicalResult callWithParameterStruct(OpBuilder &b, Location loc, Operation *op,
-                                      StringRef name, ArrayRef<Value> slots,
-                                      int64_t expectedSlots) {
-  if (static_cast<int64_t>(slots.size()) != expectedSlots)
-    return op->emitOpError() << "fills " << slots.size() << " parameter slots of "
-                             << name << ", kiln/abi/kernel_abi.h has " << expectedSlots;
-  Type i64 = b.getI64Type();
-  auto params = b.create<memref::AllocaOp>(
-      loc, MemRefType::get({expectedSlots}, i64));
-  params->setAttr(kUkernelParamsAttrName, b.getUnitAttr());
-  for (auto [index, slot] : llvm::enumerate(slots)) {
-    Value value = slot;
-    if (isa<LLVM::LLVMPointerType>(value.getType()))
-      value = b.create<LLVM::PtrToIntOp>(loc, i64, value);
-    b.create<memref::StoreOp>(
-        loc, value, params,
-        ValueRange{b.create<arith::ConstantIndexOp>(loc, index)});
-  }
-  SmallVector<Value> arguments = {describeBuffer(b, loc, params).pointer};
-  auto module = op->getParentOfType<ModuleOp>();
-  b.create<func::CallOp>(loc, getOrDeclareUkernel(module, name, arguments),
-                         arguments);
-  return success();
 }
 
 Value castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {

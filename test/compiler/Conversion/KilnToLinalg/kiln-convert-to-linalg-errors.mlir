@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --kiln-convert-to-linalg --verify-diagnostics
+// RUN: kiln-opt %s --split-input-file --kiln-lower-to-cpu-kernels --kiln-convert-to-linalg --verify-diagnostics
 
 // Tests that the microkernel-backed ops refuse element types the CPU
 // runtime's kernels do not have, naming the op (and the conversion then

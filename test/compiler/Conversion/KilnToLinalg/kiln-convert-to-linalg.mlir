@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --mlir-print-local-scope --kiln-convert-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --mlir-print-local-scope --kiln-lower-to-cpu-kernels --kiln-convert-to-linalg | FileCheck %s
 
 // The output is checked as the pass leaves it, before any canonicalization:
 // affine maps are printed inline (--mlir-print-local-scope) and constants

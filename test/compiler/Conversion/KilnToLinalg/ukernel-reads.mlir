@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --mlir-print-local-scope --kiln-convert-to-linalg --cse | FileCheck %s
+// RUN: kiln-opt %s --mlir-print-local-scope --kiln-lower-to-cpu-kernels --kiln-convert-to-linalg --cse | FileCheck %s
 
 // Tests that each microkernel call keeps its own read of a tensor that
 // several calls read (a norm's output read by the Q, K and V products):

@@ -1,4 +1,4 @@
-//===- Attention.cpp - kiln.attention to the attention microkernel --------===//
+//===- AttentionCalls.cpp - kiln.attention as the CPU kernel's call -------===//
 //
 // kiln.attention has no linalg form worth generating: the point of fusing it
 // is a streaming softmax that never materializes the scores, which the
@@ -10,8 +10,9 @@
 // (kiln/abi/kernel_abi.h) filled slot by slot in a stack buffer.
 //
 //===----------------------------------------------------------------------===//
-#include "compiler/Conversion/KilnToLinalg/Patterns.h"
+#include "compiler/Codegen/LLVMCPU/KernelCalls.h"
 #include "compiler/Codegen/LLVMCPU/UkernelCalls.h"
+#include "compiler/Conversion/KilnToLinalg/Patterns.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -330,7 +331,7 @@ struct PagedAttentionLowering : public OpConversionPattern<PagedAttentionOp> {
 
 } // namespace
 
-void populateAttentionLoweringPatterns(RewritePatternSet &patterns) {
+void populateAttentionCallPatterns(RewritePatternSet &patterns) {
   patterns.add<AttentionLowering, PagedAttentionLowering>(patterns.getContext());
 }
 
