@@ -118,8 +118,10 @@ def weight_orientation(graph, name):
             if node.op_type == "Gemm":
                 trans_b = [a.i for a in node.attribute if a.name == "transB"]
                 return bool(trans_b and trans_b[0])
-            if node.op_type == "Einsum" and einsum_weight_orientation(node) is not None:
-                return einsum_weight_orientation(node)
+            if node.op_type == "Einsum":
+                orientation = einsum_weight_orientation(node)
+                if orientation is not None:
+                    return orientation
     return None
 
 

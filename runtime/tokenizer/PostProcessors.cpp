@@ -35,11 +35,11 @@ public:
     if (encodings.size() > 1 && !pair_)
       throw TokenizerError(pairPath_ + ": missing, so pairs of sequences cannot be encoded");
     const std::vector<Item> &items = encodings.size() > 1 ? *pair_ : single_;
-    size_t length = 0;
-    for (const Item &item : items)
-      length += item.sequence < 0 ? item.specialIds.size()
-                : (size_t)item.sequence < encodings.size() ? encodings[item.sequence].ids.size()
-                                                           : 0;
+    // Room for the sequences and a special token per item, which is what
+    // the templates of real files hold.
+    size_t length = items.size();
+    for (const Encoding &encoding : encodings)
+      length += encoding.ids.size();
     Encoding out;
     out.ids.reserve(length);
     out.typeIds.reserve(length);
@@ -58,50 +58,6 @@ private:
   std::vector<Item> single_;
   std::optional<std::vector<Item>> pair_;
   std::string pairPath_;
-};
-
-// BertProcessing: [CLS] A [SEP] B [SEP], the pair's part of type 1. Without
-// the special tokens the sequences keep their own type ids.
-class Bert : public PostProcessor {
-public:
-  Bert(int32_t cls, int32_t sep) : cls_(cls), sep_(sep) {}
-  void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const override {
-    if (!addSpecialTokens)
-      return;
-    Encoding out;
-    append(out, {cls_}, 0);
-    append(out, encodings[0].ids, 0);
-    append(out, {sep_}, 0);
-    if (encodings.size() > 1) {
-      append(out, encodings[1].ids, 1);
-      append(out, {sep_}, 1);
-    }
-    encodings.assign(1, std::move(out));
-  }
-
-private:
-  int32_t cls_, sep_;
-};
-
-// RobertaProcessing: <s> A </s> </s> B </s>, every type id 0 (RoBERTa has no
-// token types), with or without the special tokens.
-class Roberta : public PostProcessor {
-public:
-  Roberta(int32_t cls, int32_t sep) : cls_(cls), sep_(sep) {}
-  void process(std::vector<Encoding> &encodings, bool addSpecialTokens) const override {
-    Encoding out;
-    for (size_t i = 0; i < encodings.size(); ++i) {
-      if (addSpecialTokens)
-        append(out, {i == 0 ? cls_ : sep_}, 0);
-      append(out, encodings[i].ids, 0);
-      if (addSpecialTokens)
-        append(out, {sep_}, 0);
-    }
-    encodings.assign(1, std::move(out));
-  }
-
-private:
-  int32_t cls_, sep_;
 };
 
 class NoOp : public PostProcessor {
@@ -180,16 +136,29 @@ std::unique_ptr<PostProcessor> makeTemplate(const Json &config, const JsonPath &
   return std::make_unique<Template>(std::move(single), std::move(pair), (path / "pair").text);
 }
 
-// BertProcessing and RobertaProcessing name their tokens as ["token", id].
-template <typename Processor>
-std::unique_ptr<PostProcessor> makeClsSep(const Json &config, const JsonPath &path) {
+// BertProcessing and RobertaProcessing are fixed templates, as the Rust
+// library joins them: BERT's [CLS] A [SEP] B [SEP] gives the pair's part
+// type 1 (without the special tokens too: the sequences keep their 0 and
+// 1); RoBERTa's <s> A </s> </s> B </s> makes every type id 0, as RoBERTa
+// has no token types. Each names its tokens as ["token", id].
+std::unique_ptr<PostProcessor> makeClsSep(const Json &config, const JsonPath &path,
+                                          bool roberta) {
   auto idOf = [&](const char *key) {
     const Json &pair = field(config, key, path);
     if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer())
       throw TokenizerError((path / key).text + ": expected [token, id]");
     return pair[1].get<int32_t>();
   };
-  return std::make_unique<Processor>(idOf("cls"), idOf("sep"));
+  auto special = [](int32_t id, int32_t typeId) { return Template::Item{-1, {id}, typeId}; };
+  auto sequence = [](int which, int32_t typeId) { return Template::Item{which, {}, typeId}; };
+  const int32_t cls = idOf("cls"), sep = idOf("sep");
+  std::vector<Template::Item> single = {special(cls, 0), sequence(0, 0), special(sep, 0)};
+  std::vector<Template::Item> pair = single;
+  if (roberta)
+    pair.insert(pair.end(), {special(sep, 0), sequence(1, 0), special(sep, 0)});
+  else
+    pair.insert(pair.end(), {sequence(1, 1), special(sep, 1)});
+  return std::make_unique<Template>(std::move(single), std::move(pair), (path / "pair").text);
 }
 
 } // namespace
@@ -201,9 +170,9 @@ std::unique_ptr<PostProcessor> makePostProcessor(const Json &config, const JsonP
   if (type == "TemplateProcessing")
     return makeTemplate(config, path);
   if (type == "BertProcessing")
-    return makeClsSep<Bert>(config, path);
+    return makeClsSep(config, path, /*roberta=*/false);
   if (type == "RobertaProcessing")
-    return makeClsSep<Roberta>(config, path);
+    return makeClsSep(config, path, /*roberta=*/true);
   if (type == "ByteLevel")
     return std::make_unique<NoOp>();
   if (type == "Sequence") {
