@@ -323,6 +323,15 @@ std::optional<ScalarFns> scalarFunctions(Operation *op) {
       .Case([](SiluOp) { return ScalarFns{unaryFloat([](double x) { return x * sigmoid(x); }), nullptr}; })
       .Case([](CosOp) { return ScalarFns{unaryFloat([](double x) { return std::cos(x); }), nullptr}; })
       .Case([](SinOp) { return ScalarFns{unaryFloat([](double x) { return std::sin(x); }), nullptr}; })
+      .Case([](TanOp) { return ScalarFns{unaryFloat([](double x) { return std::tan(x); }), nullptr}; })
+      .Case([](AsinOp) { return ScalarFns{unaryFloat([](double x) { return std::asin(x); }), nullptr}; })
+      .Case([](AcosOp) { return ScalarFns{unaryFloat([](double x) { return std::acos(x); }), nullptr}; })
+      .Case([](AtanOp) { return ScalarFns{unaryFloat([](double x) { return std::atan(x); }), nullptr}; })
+      .Case([](SinhOp) { return ScalarFns{unaryFloat([](double x) { return std::sinh(x); }), nullptr}; })
+      .Case([](CoshOp) { return ScalarFns{unaryFloat([](double x) { return std::cosh(x); }), nullptr}; })
+      .Case([](AsinhOp) { return ScalarFns{unaryFloat([](double x) { return std::asinh(x); }), nullptr}; })
+      .Case([](AcoshOp) { return ScalarFns{unaryFloat([](double x) { return std::acosh(x); }), nullptr}; })
+      .Case([](AtanhOp) { return ScalarFns{unaryFloat([](double x) { return std::atanh(x); }), nullptr}; })
       .Case([](GeluOp gelu) {
         bool approximate = gelu.getTanhApproximation();
         return ScalarFns{unaryFloat([approximate](double x) { return geluOf(x, approximate); }), nullptr};

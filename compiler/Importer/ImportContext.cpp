@@ -375,6 +375,33 @@ Value ImportContext::i64List(Location loc, ArrayRef<int64_t> values) {
                                      DenseIntElementsAttr::get(type, values));
 }
 
+Value ImportContext::positionsAlong(Location loc, Value length,
+                                    std::optional<int64_t> staticLength, int64_t axis,
+                                    int64_t rank) {
+  Type i64 = builder_.getI64Type();
+  int64_t size = staticLength.value_or(ShapedType::kDynamic);
+  Value positions = builder_.create<RangeOp>(loc, RankedTensorType::get({size}, i64),
+                                             scalar(loc, i64, 0), length, scalar(loc, i64, 1));
+  SmallVector<int64_t> otherAxes, shape(rank, 1);
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis)
+      otherAxes.push_back(i);
+  shape[axis] = size;
+  return builder_.create<UnsqueezeOp>(loc, RankedTensorType::get(shape, i64), positions,
+                                      builder_.getDenseI64ArrayAttr(otherAxes));
+}
+
+Value ImportContext::positionsOfDim(Location loc, Value tensor, int64_t dim, int64_t axis,
+                                    int64_t rank) {
+  int64_t size = cast<RankedTensorType>(tensor.getType()).getDimSize(dim);
+  std::optional<int64_t> staticSize;
+  if (!ShapedType::isDynamic(size))
+    staticSize = size;
+  Value length = builder_.create<DimOp>(loc, RankedTensorType::get({}, builder_.getI64Type()),
+                                        tensor, builder_.getI64IntegerAttr(dim));
+  return positionsAlong(loc, length, staticSize, axis, rank);
+}
+
 Value ImportContext::scalar(Location loc, Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute attr;

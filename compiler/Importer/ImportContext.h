@@ -159,6 +159,17 @@ public:
   // Small constants the decompositions need.
   mlir::Value i64List(mlir::Location loc, llvm::ArrayRef<int64_t> values);
   mlir::Value scalar(mlir::Location loc, mlir::Type elementType, double value);
+  /// The int64 positions 0 .. length-1 laid along `axis` of a tensor of
+  /// `rank` whose other dims are 1: what an index along that axis is
+  /// compared with to build one-hot rows (OneHot, Hardmax, EyeLike).
+  /// `length` is an int64 scalar tensor; `staticLength` its value where
+  /// known at compile time.
+  mlir::Value positionsAlong(mlir::Location loc, mlir::Value length,
+                             std::optional<int64_t> staticLength, int64_t axis,
+                             int64_t rank);
+  /// positionsAlong for the length of dim `dim` of `tensor`.
+  mlir::Value positionsOfDim(mlir::Location loc, mlir::Value tensor, int64_t dim,
+                             int64_t axis, int64_t rank);
 
 private:
   mlir::OpBuilder &builder_;

@@ -1,4 +1,4 @@
-//===- NormalizationOps.cpp - Softmax, LogSoftmax, LayerNormalization -----===//
+//===- NormalizationOps.cpp - Softmax, LogSoftmax, the normalizations ----===//
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -83,12 +83,65 @@ LogicalResult importLayerNorm(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// BatchNormalization at inference (opset 15; 14 and 9 read the same
+/// without training outputs): (x − mean) / sqrt(var + epsilon) · scale + B,
+/// each [C] broadcast along dim 1. The training mode, which updates the
+/// running statistics, is refused by name.
+LogicalResult importBatchNorm(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = ctx.requiredInputs(node, 5);
+  auto epsilon = ctx.floatAttr(node, "epsilon", 1e-5f);
+  auto training = ctx.intAttr(node, "training_mode", 0);
+  if (failed(operands) || failed(epsilon) || failed(training))
+    return failure();
+  if (*training || ctx.hasOutput(node, 1) || ctx.hasOutput(node, 2))
+    return ctx.error(node) << "the training mode (training_mode = 1, or the running "
+                              "mean and variance as outputs) is not supported";
+  Value x = (*operands)[0];
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getRank() < 2 || !isa<FloatType>(type.getElementType()))
+    return ctx.error(node) << "input must be a float tensor [N, C, ...], got " << type;
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  // Each [C] statistic as [C, 1, ..., 1], which broadcasts along dim 1.
+  SmallVector<int64_t> trailing = llvm::to_vector(llvm::seq<int64_t>(1, type.getRank() - 1));
+  auto perChannel = [&](Value value) -> FailureOr<Value> {
+    auto valueType = cast<RankedTensorType>(value.getType());
+    if (valueType.getRank() != 1)
+      return ctx.error(node) << "scale, B, mean and var must be [C], got " << valueType;
+    Value converted = value;
+    if (valueType.getElementType() != type.getElementType())
+      converted = b.create<CastOp>(loc, valueType.clone(type.getElementType()), value);
+    SmallVector<int64_t> shape(type.getRank() - 1, 1);
+    shape[0] = valueType.getDimSize(0);
+    return b.create<UnsqueezeOp>(loc, RankedTensorType::get(shape, type.getElementType()),
+                                 converted, b.getDenseI64ArrayAttr(trailing))
+        .getResult();
+  };
+  SmallVector<Value> stats;
+  for (int i = 1; i < 5; ++i) {
+    auto stat = perChannel((*operands)[i]);
+    if (failed(stat))
+      return failure();
+    stats.push_back(*stat);
+  }
+  auto statType = cast<RankedTensorType>(stats[0].getType());
+  Value deviation = b.create<RsqrtOp>(
+      loc, statType, b.create<AddOp>(loc, statType, stats[3],
+                                     ctx.scalar(loc, type.getElementType(), *epsilon)));
+  Value centered = b.create<SubOp>(loc, type, x, stats[2]);
+  Value normalized = b.create<MulOp>(loc, type, centered,
+                                     b.create<MulOp>(loc, statType, deviation, stats[0]));
+  ctx.setOutput(node, 0, b.create<AddOp>(loc, type, normalized, stats[1]));
+  return success();
+}
+
 } // namespace
 
 void registerNormalizationImporters(OpImporterRegistry &registry) {
   registry.add("Softmax", importSoftmax<SoftmaxOp>, 13);
   registry.add("LogSoftmax", importSoftmax<LogSoftmaxOp>, 13);
   registry.add("LayerNormalization", importLayerNorm, 17);
+  registry.add("BatchNormalization", importBatchNorm, 9);
 }
 
 } // namespace kiln

@@ -282,6 +282,54 @@ LogicalResult importArgReduce(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// GlobalAveragePool and GlobalMaxPool: the mean or max over every spatial
+/// dim (all but N and C), kept as 1s.
+template <typename OpTy>
+LogicalResult importGlobalPool(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (type.getRank() < 3)
+    return ctx.error(node) << "input must be [N, C, spatial...], got " << type;
+  SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(2, type.getRank()));
+  SmallVector<int64_t> shape(type.getShape());
+  for (int64_t axis : axes)
+    shape[axis] = 1;
+  OpBuilder &b = ctx.builder();
+  ctx.setOutput(node, 0, b.create<OpTy>(ctx.loc(node), type.clone(shape), *x,
+                                        b.getDenseI64ArrayAttr(axes), b.getBoolAttr(true)));
+  return success();
+}
+
+/// Hardmax (opset 13): 1 at the first largest value along `axis`, 0
+/// elsewhere.
+LogicalResult importHardmax(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto axisAttr = ctx.intAttr(node, "axis", -1);
+  if (failed(x) || failed(axisAttr))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return ctx.error(node) << "input must be a float tensor, got " << type;
+  auto axis = ctx.normalizeAxis(node, *axisAttr, type.getRank());
+  if (failed(axis))
+    return failure();
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type();
+  SmallVector<int64_t> shape(type.getShape());
+  shape[*axis] = 1;
+  Value largest = b.create<ArgMaxOp>(loc, RankedTensorType::get(shape, i64), *x,
+                                     b.getI64IntegerAttr(*axis), b.getBoolAttr(true),
+                                     UnitAttr());
+  Value positions = ctx.positionsOfDim(loc, *x, *axis, *axis, type.getRank());
+  Value hot = b.create<CompareOp>(loc, type.clone(b.getI1Type()), ComparePredicate::eq,
+                                  largest, positions);
+  ctx.setOutput(node, 0, b.create<CastOp>(loc, type, hot));
+  return success();
+}
+
 /// TopK from opset 10, where k became an input; it may be computed, which
 /// leaves the axis of the results dynamic.
 LogicalResult importTopK(ImportContext &ctx, const onnx::NodeProto &node) {
@@ -339,6 +387,9 @@ void registerReductionImporters(OpImporterRegistry &registry) {
   registry.add("ArgMax", importArgReduce<ArgMaxOp>, 1);
   registry.add("ArgMin", importArgReduce<ArgMinOp>, 1);
   registry.add("TopK", importTopK, 10);
+  registry.add("Hardmax", importHardmax, 13);
+  registry.add("GlobalAveragePool", importGlobalPool<ReduceMeanOp>, 1);
+  registry.add("GlobalMaxPool", importGlobalPool<ReduceMaxOp>, 1);
 }
 
 } // namespace kiln

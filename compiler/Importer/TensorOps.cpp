@@ -1,7 +1,8 @@
 //===- TensorOps.cpp - Constants, shape queries and generators ------------===//
 //
-// Constant, ConstantOfShape, Range, Trilu, Shape, Size, and the ops that only
-// forward a value at inference time: Identity and Dropout.
+// Constant, ConstantOfShape, Range, Trilu, Shape, Size, the one-hot
+// generators OneHot and EyeLike, and the ops that only forward a value at
+// inference time: Identity and Dropout.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
@@ -229,6 +230,103 @@ LogicalResult importSize(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// OneHot (opset 11): `values` [off, on] everywhere, on where the position
+/// along `axis` (inserted into the indices' shape, `depth` long) equals the
+/// index there; a negative index counts from `depth`, and one out of range
+/// marks no position.
+LogicalResult importOneHot(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto operands = ctx.requiredInputs(node, 3);
+  auto axisAttr = ctx.intAttr(node, "axis", -1);
+  if (failed(operands) || failed(axisAttr))
+    return failure();
+  Value indices = (*operands)[0], depth = (*operands)[1], values = (*operands)[2];
+  auto indicesType = cast<RankedTensorType>(indices.getType());
+  auto depthType = cast<RankedTensorType>(depth.getType());
+  auto valuesType = cast<RankedTensorType>(values.getType());
+  if (depthType.getNumElements() != 1 || depthType.getRank() > 1)
+    return ctx.error(node) << "depth must be a scalar or a one-element list, got " << depthType;
+  if (valuesType.getRank() != 1 || valuesType.getDimSize(0) != 2)
+    return ctx.error(node) << "values must be [off value, on value], got " << valuesType;
+  int64_t rank = indicesType.getRank() + 1;
+  auto axis = ctx.normalizeAxis(node, *axisAttr, rank);
+  if (failed(axis))
+    return failure();
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type();
+  auto asInt64 = [&](Value value) -> Value {
+    auto type = cast<RankedTensorType>(value.getType());
+    return type.getElementType() == i64 ? value
+                                        : b.create<CastOp>(loc, type.clone(i64), value);
+  };
+  std::optional<int64_t> staticDepth;
+  if (ctx.isConstantInput(node, 1) && depthType.getElementType().isInteger(64)) {
+    auto constant = ctx.constantInts(node, 1, "depth", "read only when constant");
+    if (failed(constant))
+      return failure();
+    staticDepth = constant->front();
+  }
+  if (staticDepth && *staticDepth < 1)
+    return ctx.error(node) << "depth must be positive, got " << *staticDepth;
+  Value length = asInt64(depthType.getRank() == 0
+                             ? depth
+                             : b.create<ReshapeOp>(loc, depthType.clone(ArrayRef<int64_t>{}),
+                                                   depth, ctx.i64List(loc, {})));
+  Value index = asInt64(indices);
+  auto indexType = cast<RankedTensorType>(index.getType());
+  Value wrapped = b.create<AddOp>(loc, indexType, index, length);
+  Value negative = b.create<CompareOp>(loc, indexType.clone(b.getI1Type()),
+                                       ComparePredicate::lt, index, ctx.scalar(loc, i64, 0));
+  index = b.create<WhereOp>(loc, indexType, negative, wrapped, index);
+  SmallVector<int64_t> shape(indexType.getShape());
+  shape.insert(shape.begin() + *axis, 1);
+  Value expanded = b.create<UnsqueezeOp>(loc, indexType.clone(shape), index,
+                                         b.getDenseI64ArrayAttr({*axis}));
+  Value positions = ctx.positionsAlong(loc, length, staticDepth, *axis, rank);
+  auto hotType = ctx.broadcastType(node, 0, b.getI1Type(), {expanded, positions});
+  if (failed(hotType))
+    return failure();
+  Value hot = b.create<CompareOp>(loc, *hotType, ComparePredicate::eq, expanded, positions);
+  auto pick = [&](int64_t which) -> Value {
+    return b.create<GatherOp>(loc, valuesType.clone(ArrayRef<int64_t>{}), values,
+                              ctx.scalar(loc, i64, which), b.getI64IntegerAttr(0));
+  };
+  Value on = pick(1);
+  Value off = pick(0);
+  ctx.setOutput(node, 0,
+                b.create<WhereOp>(loc, hotType->clone(valuesType.getElementType()), hot, on, off));
+  return success();
+}
+
+/// EyeLike: ones on the k-th diagonal of a 2-D tensor shaped like the
+/// input, of the input's type or `dtype`.
+LogicalResult importEyeLike(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  auto k = ctx.intAttr(node, "k", 0);
+  if (failed(x) || failed(k))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  if (type.getRank() != 2)
+    return ctx.error(node) << "input must be 2-D, got " << type;
+  Type element = type.getElementType();
+  if (const auto *dtype = ctx.findAttr(node, "dtype")) {
+    element = convertElementType(ctx.context(), dtype->i());
+    if (dtype->type() != onnx::AttributeProto::INT || !element)
+      return ctx.error(node) << "attribute 'dtype' must name a supported type";
+  }
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type();
+  Value rows = ctx.positionsOfDim(loc, *x, 0, 0, 2);
+  Value columns = ctx.positionsOfDim(loc, *x, 1, 1, 2);
+  auto i64Type = type.clone(i64);
+  Value diagonal = b.create<SubOp>(loc, i64Type, columns, rows);
+  Value onDiagonal = b.create<CompareOp>(loc, type.clone(b.getI1Type()), ComparePredicate::eq,
+                                         diagonal, ctx.scalar(loc, i64, *k));
+  ctx.setOutput(node, 0, b.create<CastOp>(loc, type.clone(element), onDiagonal));
+  return success();
+}
+
 } // namespace
 
 void registerTensorImporters(OpImporterRegistry &registry) {
@@ -240,6 +338,8 @@ void registerTensorImporters(OpImporterRegistry &registry) {
   registry.add("Trilu", importTrilu, 14);
   registry.add("Shape", importShape, 1);
   registry.add("Size", importSize, 1);
+  registry.add("OneHot", importOneHot, 11);
+  registry.add("EyeLike", importEyeLike, 9);
 }
 
 } // namespace kiln

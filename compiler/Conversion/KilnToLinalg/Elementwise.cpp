@@ -197,6 +197,14 @@ Value floatOrInt(OpBuilder &b, Location loc, ValueRange args) {
 
 } // namespace
 
+/// sqrt((1 − x)(1 + x)): the cosine of asin(x), NaN outside [−1, 1].
+static Value emitCosineOf(OpBuilder &b, Location loc, Value x) {
+  Value one = scalarConstant(b, loc, x.getType(), 1.0);
+  Value below = b.create<arith::SubFOp>(loc, one, x);
+  Value above = b.create<arith::AddFOp>(loc, one, x);
+  return b.create<math::SqrtOp>(loc, b.create<arith::MulFOp>(loc, below, above));
+}
+
 namespace lowering {
 Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                  Type resultType) {
@@ -229,6 +237,18 @@ Value emitScalar(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       })
       .Case([&](CosOp) { return b.create<math::CosOp>(loc, x); })
       .Case([&](SinOp) { return b.create<math::SinOp>(loc, x); })
+      .Case([&](TanOp) { return b.create<math::TanOp>(loc, x); })
+      // MLIR's polynomial approximations of asin and acos (which
+      // kiln-approximate-math applies) are off by 2.5% near ±1; atan2's is
+      // accurate, and sqrt((1 − x)(1 + x)) keeps its digits there.
+      .Case([&](AsinOp) { return b.create<math::Atan2Op>(loc, x, emitCosineOf(b, loc, x)); })
+      .Case([&](AcosOp) { return b.create<math::Atan2Op>(loc, emitCosineOf(b, loc, x), x); })
+      .Case([&](AtanOp) { return b.create<math::AtanOp>(loc, x); })
+      .Case([&](SinhOp) { return b.create<math::SinhOp>(loc, x); })
+      .Case([&](CoshOp) { return b.create<math::CoshOp>(loc, x); })
+      .Case([&](AsinhOp) { return b.create<math::AsinhOp>(loc, x); })
+      .Case([&](AcoshOp) { return b.create<math::AcoshOp>(loc, x); })
+      .Case([&](AtanhOp) { return b.create<math::AtanhOp>(loc, x); })
       .Case([&](FloorOp) { return b.create<math::FloorOp>(loc, x); })
       .Case([&](CeilOp) { return b.create<math::CeilOp>(loc, x); })
       .Case([&](RoundOp) { return b.create<math::RoundEvenOp>(loc, x); })
@@ -311,6 +331,11 @@ static ArrayRef<StringRef> elementwiseOpNames() {
       ErfOp::getOperationName(),     TanhOp::getOperationName(),
       SigmoidOp::getOperationName(), SiluOp::getOperationName(),
       CosOp::getOperationName(),     SinOp::getOperationName(),
+      TanOp::getOperationName(),     AsinOp::getOperationName(),
+      AcosOp::getOperationName(),    AtanOp::getOperationName(),
+      SinhOp::getOperationName(),    CoshOp::getOperationName(),
+      AsinhOp::getOperationName(),   AcoshOp::getOperationName(),
+      AtanhOp::getOperationName(),
       NotOp::getOperationName(),     GeluOp::getOperationName(),
       FloorOp::getOperationName(),   CeilOp::getOperationName(),
       RoundOp::getOperationName(),   SignOp::getOperationName(),

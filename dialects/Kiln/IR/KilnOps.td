@@ -29,6 +29,15 @@ def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + e^-x)", Kiln_FloatTensor>
 def Kiln_SiluOp : Kiln_UnaryOp<"silu", "x * sigmoid(x)", Kiln_FloatTensor>;
 def Kiln_CosOp : Kiln_UnaryOp<"cos", "cos(x)", Kiln_FloatTensor>;
 def Kiln_SinOp : Kiln_UnaryOp<"sin", "sin(x)", Kiln_FloatTensor>;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", "tan(x)", Kiln_FloatTensor>;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", "asin(x)", Kiln_FloatTensor>;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", "acos(x)", Kiln_FloatTensor>;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", "atan(x)", Kiln_FloatTensor>;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", "sinh(x)", Kiln_FloatTensor>;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", "cosh(x)", Kiln_FloatTensor>;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", "asinh(x)", Kiln_FloatTensor>;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", "acosh(x)", Kiln_FloatTensor>;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", "atanh(x)", Kiln_FloatTensor>;
 def Kiln_NotOp : Kiln_UnaryOp<"not", "!x", Kiln_BoolTensor>;
 def Kiln_FloorOp : Kiln_UnaryOp<"floor", "floor(x)", Kiln_FloatTensor>;
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "ceil(x)", Kiln_FloatTensor>;

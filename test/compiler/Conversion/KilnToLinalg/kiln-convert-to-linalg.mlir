@@ -31,6 +31,31 @@ func.func @unary_exp(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 
 // -----
 
+// Tests that asin and acos become atan2 of the value and sqrt((1 - x)(1 + x)),
+// whose approximation holds near ±1 where math.asin's and math.acos's do not,
+// in that order and swapped.
+
+// CHECK-LABEL: func.func @unary_asin_acos
+// CHECK: ^bb0(%[[X0:.+]]: f32, %{{.+}}: f32):
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[BELOW:.+]] = arith.subf %[[ONE]], %[[X0]] : f32
+// CHECK: %[[ABOVE:.+]] = arith.addf %[[ONE]], %[[X0]] : f32
+// CHECK: %[[PRODUCT:.+]] = arith.mulf %[[BELOW]], %[[ABOVE]] : f32
+// CHECK: %[[COSINE:.+]] = math.sqrt %[[PRODUCT]] : f32
+// CHECK: %[[ASIN:.+]] = math.atan2 %[[X0]], %[[COSINE]] : f32
+// CHECK: linalg.yield %[[ASIN]] : f32
+// CHECK: ^bb0(%[[X1:.+]]: f32, %{{.+}}: f32):
+// CHECK: %[[COSINE1:.+]] = math.sqrt
+// CHECK: %[[ACOS:.+]] = math.atan2 %[[COSINE1]], %[[X1]] : f32
+// CHECK: linalg.yield %[[ACOS]] : f32
+func.func @unary_asin_acos(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %asin = kiln.asin %x : tensor<8xf32>
+  %acos = kiln.acos %x : tensor<8xf32>
+  return %asin, %acos : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // Tests that the float unary ops that are more than one math op get the
 // right scalar bodies: neg, relu, reciprocal, sigmoid and silu.
 

@@ -57,6 +57,35 @@ func.func @unary_float(%a: tensor<?x128xf32>, %b: tensor<2x?xf16>, %c: tensor<?x
 
 // -----
 
+// Tests that the trigonometric and hyperbolic ops round-trip.
+
+// CHECK-LABEL: func.func @unary_trigonometric
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x8xf32>)
+// CHECK: %[[TAN:[a-zA-Z0-9_]+]] = kiln.tan %[[X]] : tensor<?x8xf32>
+// CHECK: %[[ASIN:[a-zA-Z0-9_]+]] = kiln.asin %[[TAN]] : tensor<?x8xf32>
+// CHECK: %[[ACOS:[a-zA-Z0-9_]+]] = kiln.acos %[[ASIN]] : tensor<?x8xf32>
+// CHECK: %[[ATAN:[a-zA-Z0-9_]+]] = kiln.atan %[[ACOS]] : tensor<?x8xf32>
+// CHECK: %[[SINH:[a-zA-Z0-9_]+]] = kiln.sinh %[[ATAN]] : tensor<?x8xf32>
+// CHECK: %[[COSH:[a-zA-Z0-9_]+]] = kiln.cosh %[[SINH]] : tensor<?x8xf32>
+// CHECK: %[[ASINH:[a-zA-Z0-9_]+]] = kiln.asinh %[[COSH]] : tensor<?x8xf32>
+// CHECK: %[[ACOSH:[a-zA-Z0-9_]+]] = kiln.acosh %[[ASINH]] : tensor<?x8xf32>
+// CHECK: %[[ATANH:[a-zA-Z0-9_]+]] = kiln.atanh %[[ACOSH]] : tensor<?x8xf32>
+// CHECK: return %[[ATANH]]
+func.func @unary_trigonometric(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %tan = kiln.tan %x : tensor<?x8xf32>
+  %asin = kiln.asin %tan : tensor<?x8xf32>
+  %acos = kiln.acos %asin : tensor<?x8xf32>
+  %atan = kiln.atan %acos : tensor<?x8xf32>
+  %sinh = kiln.sinh %atan : tensor<?x8xf32>
+  %cosh = kiln.cosh %sinh : tensor<?x8xf32>
+  %asinh = kiln.asinh %cosh : tensor<?x8xf32>
+  %acosh = kiln.acosh %asinh : tensor<?x8xf32>
+  %atanh = kiln.atanh %acosh : tensor<?x8xf32>
+  return %atanh : tensor<?x8xf32>
+}
+
+// -----
+
 // Tests that the exact GELU prints without an attribute and the tanh
 // approximation keeps its unit attribute.
 
