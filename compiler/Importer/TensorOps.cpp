@@ -1,8 +1,8 @@
 //===- TensorOps.cpp - Constants, shape queries and generators ------------===//
 //
 // Constant, ConstantOfShape, Range, Trilu, Shape, Size, the one-hot
-// generators OneHot and EyeLike, and the ops that only forward a value at
-// inference time: Identity and Dropout.
+// generators OneHot and EyeLike, NonZero, and the ops that only forward a
+// value at inference time: Identity and Dropout.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
@@ -298,6 +298,72 @@ LogicalResult importOneHot(ImportContext &ctx, const onnx::NodeProto &node) {
   return success();
 }
 
+/// NonZero: the [rank, count] coordinates of the input's nonzero elements
+/// in row-major order, count known only at run time. Built from kiln ops:
+/// each element's column in the result is the exclusive running count of
+/// nonzeros before it; every element scatters its coordinates there, the
+/// zeros into one extra column past the count, which is sliced off.
+LogicalResult importNonZero(ImportContext &ctx, const onnx::NodeProto &node) {
+  auto x = ctx.requiredInput(node, 0);
+  if (failed(x))
+    return failure();
+  auto type = cast<RankedTensorType>(x->getType());
+  int64_t rank = type.getRank();
+  if (rank == 0)
+    return ctx.error(node) << "input must have at least one dim, got " << type;
+  Location loc = ctx.loc(node);
+  OpBuilder &b = ctx.builder();
+  Type i64 = b.getI64Type();
+  auto scalarType = RankedTensorType::get({}, i64);
+  auto flatType = [&](Type element) {
+    return RankedTensorType::get({ShapedType::kDynamic}, element);
+  };
+  Value flat = b.create<ReshapeOp>(loc, flatType(type.getElementType()), *x,
+                                   ctx.i64List(loc, {-1}), false);
+  Value nonzero = b.create<CompareOp>(loc, flatType(b.getI1Type()), ComparePredicate::ne, flat,
+                                      ctx.scalar(loc, type.getElementType(), 0));
+  Value ones = b.create<CastOp>(loc, flatType(i64), nonzero);
+  Value column = b.create<CumSumOp>(loc, flatType(i64), ones, b.getI64IntegerAttr(0),
+                                    b.getUnitAttr(), UnitAttr());
+  Value count = b.create<ReduceSumOp>(loc, scalarType, ones, b.getDenseI64ArrayAttr({0}),
+                                      b.getBoolAttr(false));
+  Value target = b.create<WhereOp>(loc, flatType(i64), nonzero, column, count);
+
+  // The coordinates of element e along dim d: (e / stride_d) mod dim_d.
+  Value elements = b.create<RangeOp>(loc, flatType(i64), ctx.scalar(loc, i64, 0),
+                                     b.create<SizeOp>(loc, scalarType, *x), ctx.scalar(loc, i64, 1));
+  auto rowType = RankedTensorType::get({1, ShapedType::kDynamic}, i64);
+  SmallVector<Value> rows(rank);
+  Value stride = ctx.scalar(loc, i64, 1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Value dim = b.create<DimOp>(loc, scalarType, *x, b.getI64IntegerAttr(d));
+    Value quotient = b.create<DivOp>(loc, flatType(i64), elements, stride);
+    Value coordinate = b.create<ModOp>(loc, flatType(i64), quotient, dim);
+    rows[d] = b.create<UnsqueezeOp>(loc, rowType, coordinate, b.getDenseI64ArrayAttr({0}));
+    stride = b.create<MulOp>(loc, scalarType, stride, dim);
+  }
+  auto matrixType = RankedTensorType::get({rank, ShapedType::kDynamic}, i64);
+  Value coordinates = b.create<ConcatOp>(loc, matrixType, rows, b.getI64IntegerAttr(0));
+  Value targets = b.create<ExpandOp>(
+      loc, matrixType, b.create<UnsqueezeOp>(loc, rowType, target, b.getDenseI64ArrayAttr({0})),
+      b.create<ShapeOfOp>(loc, RankedTensorType::get({2}, i64), coordinates));
+  auto listType = RankedTensorType::get({1}, i64);
+  Value columns = b.create<AddOp>(loc, scalarType, count, ctx.scalar(loc, i64, 1));
+  Value shape = b.create<ConcatOp>(
+      loc, RankedTensorType::get({2}, i64),
+      ValueRange{ctx.i64List(loc, {rank}),
+                 b.create<ReshapeOp>(loc, listType, columns, ctx.i64List(loc, {1}), false)},
+      b.getI64IntegerAttr(0));
+  Value zeros = b.create<ExpandOp>(loc, matrixType, ctx.scalar(loc, i64, 0), shape);
+  Value scattered = b.create<ScatterElementsOp>(loc, matrixType, zeros, targets, coordinates,
+                                                /*axis=*/1, ScatterReduction::none);
+  Value end = b.create<ReshapeOp>(loc, listType, count, ctx.i64List(loc, {1}), false);
+  ctx.setOutput(node, 0,
+                b.create<SliceOp>(loc, matrixType, scattered, ctx.i64List(loc, {0}), end,
+                                  ctx.i64List(loc, {1}), b.getDenseI64ArrayAttr({1})));
+  return success();
+}
+
 /// EyeLike: ones on the k-th diagonal of a 2-D tensor shaped like the
 /// input, of the input's type or `dtype`.
 LogicalResult importEyeLike(ImportContext &ctx, const onnx::NodeProto &node) {
@@ -340,6 +406,7 @@ void registerTensorImporters(OpImporterRegistry &registry) {
   registry.add("Size", importSize, 1);
   registry.add("OneHot", importOneHot, 11);
   registry.add("EyeLike", importEyeLike, 9);
+  registry.add("NonZero", importNonZero, 9);
 }
 
 } // namespace kiln
