@@ -66,6 +66,14 @@ static std::optional<ShapeElement> scalarElement(Value scalar) {
   if (auto dim = scalar.getDefiningOp<DimOp>())
     return ShapeElement{std::nullopt, dim.getInput(),
                         static_cast<int64_t>(dim.getIndex())};
+  // The one entry of a list squeezed to a scalar (torch's x.size(-1) as
+  // the TorchScript exporter writes it: a slice of shape_of, squeezed).
+  if (auto squeeze = scalar.getDefiningOp<SqueezeOp>()) {
+    std::optional<SmallVector<ShapeElement>> entries = shapeElements(squeeze.getInput());
+    if (!entries || entries->size() != 1)
+      return std::nullopt;
+    return entries->front();
+  }
   // The element count of a static shape (the rank, for a shape_of).
   if (auto size = scalar.getDefiningOp<SizeOp>()) {
     auto type = cast<RankedTensorType>(size.getInput().getType());
@@ -330,6 +338,20 @@ private:
       return dim == static_cast<int64_t>(split.getAxis())
                  ? here
                  : next(split.getInput(), dim);
+    // A gather's result is data.shape[:axis] + indices.shape +
+    // data.shape[axis + 1:] (an embedding's rows are its ids' dims).
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      int64_t axis = gather.getAxis(), indicesRank = rankOf(gather.getIndices());
+      if (dim < axis)
+        return next(gather.getData(), dim);
+      if (dim < axis + indicesRank)
+        return next(gather.getIndices(), dim - axis);
+      return next(gather.getData(), dim - indicesRank + 1);
+    }
+    // A slice keeps the dims it does not slice (Phi-3's fused QKV, sliced
+    // apart).
+    if (auto slice = dyn_cast<SliceOp>(op))
+      return llvm::is_contained(slice.getAxes(), dim) ? here : next(slice.getInput(), dim);
     if (auto concat = dyn_cast<ConcatOp>(op))
       return dim == static_cast<int64_t>(concat.getAxis())
                  ? here

@@ -83,7 +83,8 @@ struct DimSource {
 /// (elementwise, casts, normalizations, softmax, tensor.cast), transposes,
 /// reshapes whose target entry is a known dim or constant, a broadcasting
 /// op's operands when they agree, the rows of a product by a 2-D weight,
-/// split and concat off their axis, and attention's query dims.
+/// split, concat and slice off their axes, a gather's indices and data,
+/// and attention's query dims.
 DimSource traceDim(mlir::Value value, int64_t dim);
 
 /// Whether `a` and `b` provably have the same shape at run time.

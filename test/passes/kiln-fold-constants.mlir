@@ -409,3 +409,85 @@ func.func @unsigned_not_computed() -> (tensor<2x1xui8>, tensor<2xi1>, tensor<2xf
   %d = kiln.div %x, %y : (tensor<2xui8>, tensor<2xui8>) -> tensor<2xui8>
   return %t, %gt, %f, %d : tensor<2x1xui8>, tensor<2xi1>, tensor<2xf32>, tensor<2xui8>
 }
+
+// -----
+
+// Tests that a reshape to a shape spelling the input's own dims in order
+// (Hugging Face's input_ids.view(-1, T)) is the input, and that one whose
+// entries name the dims out of order is not.
+
+// CHECK-LABEL: func.func @identity_reshape
+//  CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?xi64>)
+//       CHECK: %[[SWAPPED:.+]] = kiln.reshape %[[X]]
+//       CHECK: return %[[X]], %[[SWAPPED]]
+func.func @identity_reshape(%x: tensor<?x?xi64>) -> (tensor<?x?xi64>, tensor<?x?xi64>) {
+  %t = kiln.dim %x {index = 1 : i64} : tensor<?x?xi64> -> tensor<i64>
+  %tu = kiln.unsqueeze %t {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %shape = kiln.concat %m1, %tu {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %same = kiln.reshape %x, %shape : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  %swapped_shape = kiln.concat %tu, %m1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %swapped = kiln.reshape %x, %swapped_shape : (tensor<?x?xi64>, tensor<2xi64>) -> tensor<?x?xi64>
+  return %same, %swapped : tensor<?x?xi64>, tensor<?x?xi64>
+}
+
+// -----
+
+// Tests that a reshape's -1 becomes the input dim it stands for when the
+// other entries name the input's other dims (here read from the tensor
+// before the product, whose rows the input's are) and constants that the
+// static dims left over match: [B, T, 64] to [B, -1, 4, 16] asks for T. To
+// [B, T, -1, 16] it asks for 4, which the result type then says. With two
+// dynamic dims left over ([-1, 64]) the -1 stays.
+
+// CHECK-LABEL: func.func @inferred_entry
+//  CHECK-SAME: (%[[H:[a-zA-Z0-9_]+]]: tensor<?x?x64xf32>, %[[W:[a-zA-Z0-9_]+]]: tensor<64x64xf32>)
+//       CHECK: %[[FLAT:.+]] = kiln.constant dense<[-1, 64]> : tensor<2xi64>
+//       CHECK: %[[Y:.+]] = kiln.matmul %[[H]], %[[W]]
+//   CHECK-DAG: %[[B:.+]] = kiln.dim %[[H]] {index = 0 : i64}
+//   CHECK-DAG: %[[T:.+]] = kiln.dim %[[Y]] {index = 1 : i64}
+//   CHECK-DAG: %[[BU:.+]] = kiln.unsqueeze %[[B]]
+//   CHECK-DAG: %[[TU:.+]] = kiln.unsqueeze %[[T]]
+//       CHECK: %[[SHAPE:.+]] = kiln.concat %[[BU]], %[[TU]], %{{.+}}, %{{.+}} {axis = 0 : i64}
+//       CHECK: kiln.reshape %[[Y]], %[[SHAPE]] : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+//       CHECK: kiln.reshape %[[Y]], %{{.+}} : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+//       CHECK: kiln.reshape %[[Y]], %[[FLAT]]
+func.func @inferred_entry(%h: tensor<?x?x64xf32>, %w: tensor<64x64xf32>)
+    -> (tensor<?x?x4x16xf32>, tensor<?x?x?x16xf32>, tensor<?x64xf32>) {
+  %y = kiln.matmul %h, %w : (tensor<?x?x64xf32>, tensor<64x64xf32>) -> tensor<?x?x64xf32>
+  %b = kiln.dim %h {index = 0 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+  %t = kiln.dim %h {index = 1 : i64} : tensor<?x?x64xf32> -> tensor<i64>
+  %bu = kiln.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tu = kiln.unsqueeze %t {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %heads = kiln.concat %bu, %m1, %c4, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %split = kiln.reshape %y, %heads : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x4x16xf32>
+  %count = kiln.concat %bu, %tu, %m1, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %counted = kiln.reshape %y, %count : (tensor<?x?x64xf32>, tensor<4xi64>) -> tensor<?x?x?x16xf32>
+  %flat_shape = kiln.constant dense<[-1, 64]> : tensor<2xi64>
+  %flat = kiln.reshape %y, %flat_shape : (tensor<?x?x64xf32>, tensor<2xi64>) -> tensor<?x64xf32>
+  return %split, %counted, %flat : tensor<?x?x4x16xf32>, tensor<?x?x?x16xf32>, tensor<?x64xf32>
+}
+
+// -----
+
+// Tests that a slice of shape_of with constant bounds (the dynamo exporter's
+// x.shape[0:1]) becomes the dim it picks, and one with a computed bound
+// stays.
+
+// CHECK-LABEL: func.func @shape_slice
+//  CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?xi64>, %[[END:[a-zA-Z0-9_]+]]: tensor<1xi64>)
+//       CHECK: %[[B:.+]] = kiln.dim %[[X]] {index = 0 : i64}
+//       CHECK: %[[BU:.+]] = kiln.unsqueeze %[[B]] {axes = array<i64: 0>}
+//       CHECK: %[[COMPUTED:.+]] = kiln.slice %{{.+}}[%{{.+}} : %[[END]] : %{{.+}}]
+//       CHECK: return %[[BU]], %[[COMPUTED]]
+func.func @shape_slice(%x: tensor<?x?xi64>, %end: tensor<1xi64>) -> (tensor<1xi64>, tensor<?xi64>) {
+  %s = kiln.shape_of %x : tensor<?x?xi64> -> tensor<2xi64>
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %first = kiln.slice %s[%c0 : %c1 : %c1] {axes = array<i64: 0>} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1xi64>
+  %some = kiln.slice %s[%c0 : %end : %c1] {axes = array<i64: 0>} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xi64>
+  return %first, %some : tensor<1xi64>, tensor<?xi64>
+}
