@@ -104,15 +104,18 @@ bool describeSignature(func::FuncOp func, const CompileOptions &options,
   return true;
 }
 
-/// Tells memory planning the largest size of each input dim (kiln.dim_max).
+/// Tells memory planning the largest and smallest size of each input dim
+/// (kiln.dim_max, kiln.dim_min), which the runtime enforces.
 void declareDimBounds(func::FuncOp func, const std::vector<ArtifactTensor> &inputs) {
   Builder b(func.getContext());
   for (auto [index, input] : llvm::enumerate(inputs)) {
-    SmallVector<int64_t> maxima;
-    for (const ArtifactDim &dim : input.dims)
+    SmallVector<int64_t> maxima, minima;
+    for (const ArtifactDim &dim : input.dims) {
       maxima.push_back(dim.size >= 0 ? dim.size : dim.max);
-    func.setArgAttr(index, KilnDialect::kDimMaxAttrName,
-                    b.getDenseI64ArrayAttr(maxima));
+      minima.push_back(dim.size >= 0 ? dim.size : dim.min);
+    }
+    func.setArgAttr(index, KilnDialect::kDimMaxAttrName, b.getDenseI64ArrayAttr(maxima));
+    func.setArgAttr(index, KilnDialect::kDimMinAttrName, b.getDenseI64ArrayAttr(minima));
   }
 }
 

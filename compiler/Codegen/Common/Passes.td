@@ -25,8 +25,8 @@ def PrepareEntryPoint : Pass<"kiln-prepare-entry-point", "mlir::ModuleOp"> {
     - the function gets a C interface (`llvm.emit_c_interface`), which
       `kiln-emit-entry-point` wraps;
     - the ONNX metadata attributes (`kiln.name`, `kiln.dims`) are dropped;
-      the artifact manifest carries them; `kiln.dim_max`, the dim bounds,
-      stays for `kiln-plan-memory`;
+      the artifact manifest carries them; `kiln.dim_max` and `kiln.dim_min`,
+      the dim bounds, stay for `kiln-plan-memory`;
     - the module exports `kiln_signature`, the dtypes and shapes of the
       arguments and results, which the runtime checks the manifest against.
 
@@ -105,8 +105,9 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
       pointers that microkernel calls take), nested uses counting at their
       ancestor in the block.
     - Buffers that reach the `return` stay on the heap: the caller owns them.
-    - Sizes are bounded from the arguments' `kiln.dim_max` attributes (the
-      declared dim bounds, which the pass removes) through the index
+    - Sizes are bounded from the arguments' `kiln.dim_max` and
+      `kiln.dim_min` attributes (the declared dim bounds, which the pass
+      removes; without `kiln.dim_min` a dim may be 0) through the index
       arithmetic of the dynamic sizes. A buffer without a bound, or larger
       than `max-buffer-bytes`, stays on the heap.
     - An elementwise `linalg.generic` whose input buffer dies there writes

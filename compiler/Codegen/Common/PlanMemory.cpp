@@ -101,10 +101,14 @@ MaybeRange divideRanges(Range a, Range b, Rounding rounding) {
 class SizeBounds {
 public:
   explicit SizeBounds(func::FuncOp func) {
-    for (BlockArgument argument : func.getArguments())
+    for (BlockArgument argument : func.getArguments()) {
       if (auto maxima = func.getArgAttrOfType<DenseI64ArrayAttr>(
               argument.getArgNumber(), KilnDialect::kDimMaxAttrName))
         dimMax[argument] = maxima;
+      if (auto minima = func.getArgAttrOfType<DenseI64ArrayAttr>(
+              argument.getArgNumber(), KilnDialect::kDimMinAttrName))
+        dimMin[argument] = minima;
+    }
   }
 
   MaybeRange of(Value value) {
@@ -329,7 +333,9 @@ private:
       auto maxima = dimMax.find(argument);
       if (maxima == dimMax.end())
         return std::nullopt;
-      return Range{0, maxima->second[*index]};
+      auto minima = dimMin.find(argument);
+      int64_t min = minima == dimMin.end() ? 0 : minima->second[*index];
+      return Range{std::min(min, maxima->second[*index]), maxima->second[*index]};
     }
     if (auto alloc = source.getDefiningOp<memref::AllocOp>())
       return of(alloc.getDynamicSizes()[type.getDynamicDimIndex(*index)]);
@@ -391,7 +397,7 @@ private:
     return result;
   }
 
-  DenseMap<BlockArgument, DenseI64ArrayAttr> dimMax;
+  DenseMap<BlockArgument, DenseI64ArrayAttr> dimMax, dimMin;
   Value unboundedLeaf;
   DenseMap<Value, Value> leafOf;
   std::optional<Assumption> assumption;
@@ -758,8 +764,10 @@ struct PlanMemoryPass : public impl::PlanMemoryBase<PlanMemoryPass> {
           alignedPointerOf(builder, extract.getLoc(), extract.getSource()));
       extract.erase();
     });
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       func.removeArgAttr(i, KilnDialect::kDimMaxAttrName);
+      func.removeArgAttr(i, KilnDialect::kDimMinAttrName);
+    }
 
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
     builder.create<LLVM::GlobalOp>(module.getLoc(), builder.getI64Type(),

@@ -55,8 +55,9 @@ struct PrepareEntryPointPass
         b.getBoolAttr(false));
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       SmallVector<NamedAttribute> attrs = {readOnly};
-      if (Attribute dimMax = func.getArgAttr(i, KilnDialect::kDimMaxAttrName))
-        attrs.emplace_back(b.getStringAttr(KilnDialect::kDimMaxAttrName), dimMax);
+      for (StringRef bound : {KilnDialect::kDimMaxAttrName, KilnDialect::kDimMinAttrName})
+        if (Attribute sizes = func.getArgAttr(i, bound))
+          attrs.emplace_back(b.getStringAttr(bound), sizes);
       func.setArgAttrs(i, b.getDictionaryAttr(attrs));
     }
     for (unsigned i = 0; i < func.getNumResults(); ++i)

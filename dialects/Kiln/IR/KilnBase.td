@@ -40,6 +40,11 @@ def Kiln_Dialect : Dialect {
     /// Argument attribute bounding each dimension from above (array<i64>):
     /// the declared dim bounds, which memory planning sizes buffers for.
     static constexpr ::llvm::StringLiteral kDimMaxAttrName = "kiln.dim_max";
+    /// Its lower counterpart (array<i64>): what the runtime also enforces,
+    /// which lets memory planning decide the lowering's guards on a size
+    /// (a reshape entry of 0 copies the input's size; no declared dim is 0
+    /// when its bound starts at 1).
+    static constexpr ::llvm::StringLiteral kDimMinAttrName = "kiln.dim_min";
   }];
 }
 

@@ -23,17 +23,18 @@ Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return builder.create<ConstantOp>(loc, type, elements);
 }
 
-/// Checks a `kiln.dims`, `kiln.name` or `kiln.dim_max` attribute placed on a
-/// value of `type`.
+/// Checks a `kiln.dims`, `kiln.name`, `kiln.dim_max` or `kiln.dim_min`
+/// attribute placed on a value of `type`.
 static LogicalResult verifyValueAttribute(Operation *op, NamedAttribute attr,
                                           Type type, StringRef what) {
-  if (attr.getName() == KilnDialect::kDimMaxAttrName) {
-    auto maxima = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+  if (attr.getName() == KilnDialect::kDimMaxAttrName ||
+      attr.getName() == KilnDialect::kDimMinAttrName) {
+    auto sizes = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
     auto shaped = dyn_cast<ShapedType>(type);
-    if (!maxima || !shaped || !shaped.hasRank() ||
-        shaped.getRank() != maxima.size() ||
-        llvm::any_of(maxima.asArrayRef(), [](int64_t max) { return max < 0; }))
-      return op->emitError() << "'" << KilnDialect::kDimMaxAttrName << "' on "
+    if (!sizes || !shaped || !shaped.hasRank() ||
+        shaped.getRank() != sizes.size() ||
+        llvm::any_of(sizes.asArrayRef(), [](int64_t size) { return size < 0; }))
+      return op->emitError() << "'" << attr.getName().getValue() << "' on "
                              << what << " must be one non-negative size per "
                              << "dimension of " << type;
     return success();

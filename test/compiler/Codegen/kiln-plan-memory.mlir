@@ -163,6 +163,43 @@ func.func @main(%x: memref<?x?xf32> {kiln.dim_max = array<i64: 8, 4>}) -> f32 {
 
 // -----
 
+// Tests that a declared lower bound decides the lowering's guards: with
+// kiln.dim_min 1, %d0 is never 0, so "0 copies the input's size" never takes
+// the 32 rows of %big and %rows is at most 8 (512 bytes); without it the
+// guard stays open and %rows is planned for 32 (2048 bytes). Both
+// attributes are consumed.
+
+// CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 512 : i64,
+// CHECK: func.func @main(%{{[a-z0-9]+}}: memref<?x?xf32>, %{{[a-z0-9]+}}: memref<512xi8>)
+// CHECK-NOT: kiln.dim_min
+func.func @main(%x: memref<?x?xf32> {kiln.dim_max = array<i64: 8, 4>, kiln.dim_min = array<i64: 1, 1>}) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %d0 = memref.dim %x, %c0 : memref<?x?xf32>
+  %is_zero = arith.cmpi eq, %d0, %c0 : index
+  %rows = arith.select %is_zero, %c32, %d0 : index
+  %a = memref.alloc(%rows) {alignment = 64 : i64} : memref<?x16xf32>
+  %first = memref.load %a[%c0, %c0] : memref<?x16xf32>
+  return %first : f32
+}
+
+// -----
+
+// CHECK-LABEL: module attributes {kiln.memory_plan = {arena_bytes = 2048 : i64,
+func.func @main(%x: memref<?x?xf32> {kiln.dim_max = array<i64: 8, 4>}) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %d0 = memref.dim %x, %c0 : memref<?x?xf32>
+  %is_zero = arith.cmpi eq, %d0, %c0 : index
+  %rows = arith.select %is_zero, %c32, %d0 : index
+  %a = memref.alloc(%rows) {alignment = 64 : i64} : memref<?x16xf32>
+  %first = memref.load %a[%c0, %c0] : memref<?x16xf32>
+  return %first : f32
+}
+
+// -----
+
 // Tests that a buffer lives as long as a pointer taken from it: %a's address
 // reaches a microkernel call (the pass knows the runtime's by name; they
 // keep no pointer past the call) after %b's first use, so the two do not
