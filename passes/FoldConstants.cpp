@@ -784,18 +784,12 @@ struct FoldConstantsPass
   /// (constants and unsqueezed kiln.dim values), which the lowering reads
   /// entry by entry: the dynamo exporter's slices of shape_of would be read
   /// from memory at run time, leaving the sizes after them unbounded for the
-  /// memory plan. Its -1 becomes what it stands for where the other entries
-  /// name the input's other dims (or copy them with 0, or read a dim equal
-  /// to one) or are constants, and at most one dynamic dim is left over:
-  /// that dim times what the static ones left over leave of the constants.
-  /// [B, T, 64] to [B, -1, 4, 16] asks for T, and to [B, T, -1, 16] for 4
-  /// (which a dim read from another tensor equal to B hides from shape
-  /// inference). Left as -1, T is known only as (B · T · 64) / (B · 64),
-  /// whose bound the memory plan takes as max(B · T) / min(B): the
-  /// batch's bound times too large, and so every buffer after it. With
-  /// several dynamic dims left it stays -1: the lowering's element count
-  /// divided by the constants bounds their product exactly, where a product
-  /// of dims, each bounded apart, would not be.
+  /// memory plan. Its -1 becomes what it stands for where inferredSize can
+  /// say: [B, T, 64] to [B, -1, 4, 16] asks for T, and to [B, T, -1, 16]
+  /// for 4 (which a dim read from another tensor equal to B hides from
+  /// shape inference). Left as -1, T is known only as (B · T · 64) /
+  /// (B · 64), whose bound the memory plan takes as max(B · T) / min(B):
+  /// the batch's bound times too large, and so every buffer after it.
   void canonicalizeReshapeShape(ReshapeOp reshape) {
     std::optional<SmallVector<ShapeElement>> elements = shapeElements(reshape.getShape());
     if (!elements || !allKnown(*elements))
@@ -805,77 +799,23 @@ struct FoldConstantsPass
       return;
     OpBuilder builder(reshape);
     Location loc = reshape.getLoc();
-    std::optional<Value> inferred;
+    Value inferred;
     if (size) {
       auto scalarType = RankedTensorType::get({}, builder.getI64Type());
       Value factor = builder.create<ConstantOp>(
           loc, DenseElementsAttr::get(scalarType, ArrayRef<int64_t>{size->factor}));
-      Value value = factor;
+      inferred = factor;
       if (size->dim) {
-        value = builder.create<DimOp>(loc, scalarType, reshape.getInput(),
-                                      builder.getI64IntegerAttr(*size->dim));
+        inferred = builder.create<DimOp>(loc, scalarType, reshape.getInput(),
+                                         builder.getI64IntegerAttr(*size->dim));
         if (size->factor != 1)
-          value = builder.create<MulOp>(loc, scalarType, value, factor);
+          inferred = builder.create<MulOp>(loc, scalarType, inferred, factor);
       }
-      inferred = value;
     }
-    reshape.getShapeMutable().assign(buildEntryList(
-        builder, loc, *elements, cast<RankedTensorType>(reshape.getShape().getType()),
-        size ? std::optional<std::pair<size_t, Value>>({size->at, *inferred}) : std::nullopt));
-  }
-
-  static bool allKnown(ArrayRef<ShapeElement> elements) {
-    return llvm::all_of(elements, [](const ShapeElement &element) {
-      return element.constant || element.tensor;
-    });
-  }
-
-  /// The list `elements` (each a constant or a dim) as kiln ops: one-entry
-  /// constants and unsqueezed kiln.dim values, concatenated; with
-  /// `replaced`, the scalar it holds stands at its index instead.
-  static Value buildEntryList(OpBuilder &builder, Location loc, ArrayRef<ShapeElement> elements,
-                              RankedTensorType type,
-                              std::optional<std::pair<size_t, Value>> replaced = std::nullopt) {
-    auto scalarType = RankedTensorType::get({}, builder.getI64Type());
-    auto entryType = RankedTensorType::get({1}, builder.getI64Type());
-    SmallVector<Value> entries;
-    for (auto [at, element] : llvm::enumerate(elements)) {
-      if (!(replaced && replaced->first == at) && element.constant) {
-        entries.push_back(builder.create<ConstantOp>(
-            loc, DenseElementsAttr::get(entryType, ArrayRef<int64_t>{*element.constant})));
-        continue;
-      }
-      Value scalar = replaced && replaced->first == at
-                         ? replaced->second
-                         : builder.create<DimOp>(loc, scalarType, element.tensor,
-                                                 builder.getI64IntegerAttr(element.index));
-      entries.push_back(
-          builder.create<UnsqueezeOp>(loc, entryType, scalar, builder.getDenseI64ArrayAttr({0})));
-    }
-    if (entries.size() == 1)
-      return entries.front();
-    return builder.create<ConcatOp>(loc, type, entries, builder.getI64IntegerAttr(0));
-  }
-
-  /// A slice of shape_of(x) with constant bounds (the dynamo exporter's
-  /// x.shape[1:3]) becomes the list of x's dims it picks, which the
-  /// lowerings of reshape, expand and range read entry by entry instead of
-  /// loading from memory at run time, where the memory plan cannot bound
-  /// the sizes they give.
-  bool foldShapeSlice(Operation *op) {
-    auto slice = dyn_cast<SliceOp>(op);
-    if (!slice || !slice.getInput().getDefiningOp<ShapeOfOp>() ||
-        !slice.getType().hasStaticShape())
-      return false;
-    std::optional<SmallVector<ShapeElement>> elements = shapeElements(slice.getResult());
-    if (!elements || !allKnown(*elements) ||
-        static_cast<int64_t>(elements->size()) != slice.getType().getNumElements())
-      return false;
-    OpBuilder builder(slice);
-    Value list = buildEntryList(builder, slice.getLoc(), *elements, slice.getType());
-    slice.getResult().replaceAllUsesWith(list);
-    slice.erase();
-    return true;
+    reshape.getShapeMutable().assign(
+        buildEntryList(builder, loc, *elements,
+                       cast<RankedTensorType>(reshape.getShape().getType()),
+                       size ? std::optional<size_t>(size->at) : std::nullopt, inferred));
   }
 
   /// What a reshape's -1 entry (at index `at`) stands for: dim `dim` of
@@ -886,7 +826,14 @@ struct FoldConstantsPass
     int64_t factor;
   };
 
-  /// InferredSize for `reshape`'s entries `elements`, as canonicalizeReshapeShape says.
+  /// The size a reshape's one -1 entry stands for when the other entries
+  /// name the input's other dims (or copy them with 0, or read a dim equal
+  /// to one) or are constants, and at most one dynamic input dim is left
+  /// over: that dim times what the static dims left over leave of the
+  /// constants, where it is a whole number. With several dynamic dims left
+  /// there is none: the lowering's element count divided by the constants
+  /// bounds their product exactly, where a product of dims, each bounded
+  /// apart, would not be.
   static std::optional<InferredSize> inferredSize(ReshapeOp reshape,
                                                   ArrayRef<ShapeElement> elements) {
     Value input = reshape.getInput();
@@ -933,19 +880,6 @@ struct FoldConstantsPass
                         leftStatic / constants};
   }
 
-  /// Whether `shape` is already a constant or a concat of one-entry
-  /// constants and unsqueezed kiln.dim values.
-  static bool isEntryList(Value shape) {
-    if (shape.getDefiningOp<ConstantOp>())
-      return true;
-    auto concat = shape.getDefiningOp<ConcatOp>();
-    return concat && llvm::all_of(concat.getInputs(), [](Value entry) {
-             auto unsqueeze = entry.getDefiningOp<UnsqueezeOp>();
-             return entry.getDefiningOp<ConstantOp>() ||
-                    (unsqueeze && unsqueeze.getInput().getDefiningOp<DimOp>());
-           });
-  }
-
   /// The dynamic dim of `input`, not yet `named`, that the entry `element`
   /// (a dim of some tensor) provably equals, if any.
   static std::optional<int64_t> inputDimNamed(const ShapeElement &element, Value input,
@@ -959,12 +893,81 @@ struct FoldConstantsPass
     return std::nullopt;
   }
 
+  static bool allKnown(ArrayRef<ShapeElement> elements) {
+    return llvm::all_of(elements, [](const ShapeElement &element) {
+      return element.constant || element.tensor;
+    });
+  }
+
+  /// Whether `shape` is already a constant or a concat of one-entry
+  /// constants and unsqueezed kiln.dim values.
+  static bool isEntryList(Value shape) {
+    if (shape.getDefiningOp<ConstantOp>())
+      return true;
+    auto concat = shape.getDefiningOp<ConcatOp>();
+    return concat && llvm::all_of(concat.getInputs(), [](Value entry) {
+             auto unsqueeze = entry.getDefiningOp<UnsqueezeOp>();
+             return entry.getDefiningOp<ConstantOp>() ||
+                    (unsqueeze && unsqueeze.getInput().getDefiningOp<DimOp>());
+           });
+  }
+
+  /// The list `elements` (each a constant or a dim) as kiln ops: one-entry
+  /// constants and unsqueezed kiln.dim values, concatenated into `type`;
+  /// the scalar `replacement` stands at index `replacedAt` instead.
+  static Value buildEntryList(OpBuilder &builder, Location loc, ArrayRef<ShapeElement> elements,
+                              RankedTensorType type,
+                              std::optional<size_t> replacedAt = std::nullopt,
+                              Value replacement = {}) {
+    auto scalarType = RankedTensorType::get({}, builder.getI64Type());
+    auto entryType = RankedTensorType::get({1}, builder.getI64Type());
+    SmallVector<Value> entries;
+    for (auto [at, element] : llvm::enumerate(elements)) {
+      bool replaced = replacedAt == at;
+      if (!replaced && element.constant) {
+        entries.push_back(builder.create<ConstantOp>(
+            loc, DenseElementsAttr::get(entryType, ArrayRef<int64_t>{*element.constant})));
+        continue;
+      }
+      Value scalar = replaced ? replacement
+                              : builder.create<DimOp>(loc, scalarType, element.tensor,
+                                                      builder.getI64IntegerAttr(element.index));
+      entries.push_back(
+          builder.create<UnsqueezeOp>(loc, entryType, scalar, builder.getDenseI64ArrayAttr({0})));
+    }
+    if (entries.size() == 1)
+      return entries.front();
+    return builder.create<ConcatOp>(loc, type, entries, builder.getI64IntegerAttr(0));
+  }
+
+  /// A slice of shape_of(x) with constant bounds (the dynamo exporter's
+  /// x.shape[1:3]) becomes the list of x's dims it picks, which the
+  /// lowerings of reshape, expand and range read entry by entry instead of
+  /// loading from memory at run time, where the memory plan cannot bound
+  /// the sizes they give.
+  bool foldShapeSlice(Operation *op) {
+    auto slice = dyn_cast<SliceOp>(op);
+    if (!slice || !slice.getInput().getDefiningOp<ShapeOfOp>() ||
+        !slice.getType().hasStaticShape())
+      return false;
+    std::optional<SmallVector<ShapeElement>> elements = shapeElements(slice.getResult());
+    if (!elements || !allKnown(*elements) ||
+        static_cast<int64_t>(elements->size()) != slice.getType().getNumElements())
+      return false;
+    OpBuilder builder(slice);
+    Value list = buildEntryList(builder, slice.getLoc(), *elements, slice.getType());
+    slice.getResult().replaceAllUsesWith(list);
+    slice.erase();
+    return true;
+  }
+
   /// A reshape of x to a shape that spells x's own dims in order (each entry
-  /// x's dim there, or 0 copying it) but for at most one -1, which is then
-  /// the dim left over, is x: Hugging Face's input_ids.view(-1, T). Left in
-  /// place, its -1 is known only as (B · T) / T, whose bound the memory
-  /// plan takes as max(B · T) / min(T): 128 times the batch at T = 128,
-  /// and so every activation buffer after it.
+  /// x's dim there, a dim provably equal to it, or 0 copying it) but for at
+  /// most one -1, which is then the dim left over, is x: Hugging Face's
+  /// input_ids.view(-1, T). Left in place, its -1 is known only as
+  /// (B · T) / T, whose bound the memory plan takes as max(B · T) / min(T):
+  /// 128 times the batch at T = 128, and so every activation buffer after
+  /// it.
   bool foldIdentityReshape(Operation *op) {
     auto reshape = dyn_cast<ReshapeOp>(op);
     if (!reshape || reshape.getInput().getType() != reshape.getType())
@@ -974,15 +977,18 @@ struct FoldConstantsPass
     if (!elements ||
         static_cast<int64_t>(elements->size()) != reshape.getType().getRank())
       return false;
+    auto spellsDim = [&](const ShapeElement &element, int64_t dim) {
+      if (element.isDimOf(input, dim) || (element.isConstant(0) && !reshape.getAllowZero()))
+        return true;
+      DimSource source = traceDim(input, dim);
+      return element.tensor && !source.size &&
+             traceDim(element.tensor, element.index) == source;
+    };
     int inferred = 0;
     for (auto [dim, element] : llvm::enumerate(*elements)) {
       if (element.isConstant(-1))
         ++inferred;
-      else if (!element.isDimOf(input, dim) &&
-               !(element.isConstant(0) && !reshape.getAllowZero()) &&
-               !(element.tensor && traceDim(element.tensor, element.index) ==
-                                       traceDim(input, dim) &&
-                 !traceDim(input, dim).size))
+      else if (!spellsDim(element, dim))
         return false;
     }
     if (inferred > 1)
