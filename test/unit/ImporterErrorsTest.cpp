@@ -247,13 +247,13 @@ TEST_F(ImporterErrorsTest, ListsEveryUnsupportedOp) {
   std::string error = textError(R"(
 <ir_version: 8, opset_import: ["" : 17]>
 g (float[1, 3, 8, 8] x, float[8, 1, 4] s) => (float[1, 3, 8, 8] y, float[1, 3, 8, 8] z, float[1, 3, 4, 4] p) {
-  y = HardSwish(x)
+  y = LRN <size = 3> (x)
   z = Relu(y)
   p = MaxPool <kernel_shape = [2, 2], strides = [2, 2]> (z)
 }
 )");
   EXPECT_THAT(error, HasSubstr("unsupported operators: 2 unsupported operators:"));
-  EXPECT_THAT(error, HasSubstr("output 'y'>: op 'HardSwish' (opset 17)"));
+  EXPECT_THAT(error, HasSubstr("output 'y'>: op 'LRN' (opset 17)"));
   EXPECT_THAT(error, HasSubstr("output 'p'>: op 'MaxPool' (opset 17)"));
   EXPECT_THAT(error, ::testing::Not(HasSubstr("Relu")));
 }
