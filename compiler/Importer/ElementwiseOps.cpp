@@ -1,7 +1,8 @@
 //===- ElementwiseOps.cpp - Elementwise ONNX ops --------------------------===//
 //
-// Unary math, broadcasting arithmetic, comparisons, logic, Where, Clip and
-// the casts.
+// Unary math, broadcasting arithmetic (variadic Max, Min, Sum and Mean
+// too), comparisons, logic, Where, Clip, the casts, and the activations
+// ONNX defines piecewise, built from those.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"

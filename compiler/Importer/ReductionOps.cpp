@@ -3,7 +3,9 @@
 // ReduceSum takes its axes as an input from opset 13, the other reductions
 // from opset 18 (an attribute before); both normalize to kiln's sorted axes
 // attribute. ReduceMin and ReduceProd are kiln ops of their own; the sum of
-// squares, L1 and L2 norms, log-sum and log-sum-exp are built on a sum.
+// squares, L1 and L2 norms, log-sum and log-sum-exp are built on a sum. The
+// global pools are reductions over the spatial dims, and Hardmax marks an
+// argmax.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ComputedAxes.h"

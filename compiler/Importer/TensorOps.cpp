@@ -376,7 +376,8 @@ LogicalResult importEyeLike(ImportContext &ctx, const onnx::NodeProto &node) {
     return ctx.error(node) << "input must be 2-D, got " << type;
   Type element = type.getElementType();
   if (const auto *dtype = ctx.findAttr(node, "dtype")) {
-    element = convertElementType(ctx.context(), dtype->i());
+    if (dtype->type() == onnx::AttributeProto::INT)
+      element = convertElementType(ctx.context(), dtype->i());
     if (dtype->type() != onnx::AttributeProto::INT || !element)
       return ctx.error(node) << "attribute 'dtype' must name a supported type";
   }
