@@ -5,6 +5,7 @@
 // value at inference time: Identity and Dropout.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Importer/ComputedAxes.h"
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -318,15 +319,13 @@ LogicalResult importNonZero(ImportContext &ctx, const onnx::NodeProto &node) {
   auto flatType = [&](Type element) {
     return RankedTensorType::get({ShapedType::kDynamic}, element);
   };
+  ShapeMath m{ctx, loc};
   Value flat = b.create<ReshapeOp>(loc, flatType(type.getElementType()), *x,
                                    ctx.i64List(loc, {-1}), false);
-  Value nonzero = b.create<CompareOp>(loc, flatType(b.getI1Type()), ComparePredicate::ne, flat,
-                                      ctx.scalar(loc, type.getElementType(), 0));
-  Value ones = b.create<CastOp>(loc, flatType(i64), nonzero);
-  Value column = b.create<CumSumOp>(loc, flatType(i64), ones, b.getI64IntegerAttr(0),
-                                    b.getUnitAttr(), UnitAttr());
-  Value count = b.create<ReduceSumOp>(loc, scalarType, ones, b.getDenseI64ArrayAttr({0}),
-                                      b.getBoolAttr(false));
+  Value nonzero = m.compare(ComparePredicate::ne, flat, ctx.scalar(loc, type.getElementType(), 0),
+                            {ShapedType::kDynamic});
+  Value column = m.countBefore(nonzero);
+  Value count = m.sum(m.count(nonzero), 0);
   Value target = b.create<WhereOp>(loc, flatType(i64), nonzero, column, count);
 
   // The coordinates of element e along dim d: (e / stride_d) mod dim_d.
