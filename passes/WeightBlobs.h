@@ -5,7 +5,9 @@
 // arrives quantized (MatMulNBits), read a weight where it lies, write its
 // replacement as the same kind of attribute, and give a replaced
 // `dense_resource` blob's bytes back as soon as nothing names it, so that a
-// model's weights are held once while it compiles.
+// model's weights are held once while it compiles. The weights they write
+// go to a scratch file rather than the heap, so that kilnc's memory holds
+// a rewritten weight only while something writes or reads it.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_PASSES_WEIGHTBLOBS_H
@@ -36,11 +38,21 @@ std::optional<llvm::ArrayRef<float>> floatValues(mlir::ElementsAttr value,
 /// A constant of `type` whose bytes `fill` writes (zeroed first), made as
 /// the same kind of attribute as `original`: a `dense_resource` blob named
 /// after the original's with `suffix` for a weight that was one (written
-/// straight into the blob), else a dense literal.
+/// straight into the blob), else a dense literal. A blob of 64 KiB or more
+/// is kept in a scratch file in TMPDIR (on the heap when the file cannot
+/// hold it) and leaves the process's memory once written (see
+/// dropScratchPages).
 mlir::ElementsAttr
 replacementWeight(mlir::ElementsAttr original, mlir::RankedTensorType type,
                   llvm::StringRef suffix,
                   llvm::function_ref<void(llvm::MutableArrayRef<char>)> fill);
+
+/// Takes the pages that `bytes` touches out of this process's memory when
+/// they hold a weight that replacementWeight kept in its scratch file; they
+/// stay in the file (a later read maps them again). Other memory is left
+/// alone, so a reader of any weight's bytes can call it once done with
+/// them.
+void dropScratchPages(llvm::ArrayRef<char> bytes);
 
 /// A weight's name, for reports and for matching it across compiles: its
 /// ONNX initializer's (or, for a weight that the compiler computed, the

@@ -13,6 +13,10 @@
 namespace kiln {
 namespace {
 
+/// Bytes read at a time, so that contents.weightRead can let a
+/// gigabyte-sized weight go while it is written, not after.
+constexpr uint64_t kWeightChunkBytes = 64 << 20;
+
 nlohmann::json tensorJson(const ArtifactTensor &tensor) {
   nlohmann::json dims = nlohmann::json::array();
   for (const ArtifactDim &dim : tensor.dims) {
@@ -77,13 +81,15 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   struct Piece {
     const uint8_t *data; // null: zeros
     uint64_t size;
+    const ArtifactWeight *weight; // null: not a weight
   };
   std::vector<Piece> pieces;
   uint64_t end = 0;
-  auto append = [&](uint64_t offset, const void *data, uint64_t size) {
+  auto append = [&](uint64_t offset, const void *data, uint64_t size,
+                    const ArtifactWeight *weight = nullptr) {
     if (offset > end)
-      pieces.push_back({nullptr, offset - end});
-    pieces.push_back({static_cast<const uint8_t *>(data), size});
+      pieces.push_back({nullptr, offset - end, nullptr});
+    pieces.push_back({static_cast<const uint8_t *>(data), size, weight});
     end = offset + size;
   };
   append(0, &header, sizeof(header));
@@ -91,7 +97,7 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   append(header.codeOffset, contents.code.data(), contents.code.size());
   for (size_t i = 0; i < contents.weights.size(); ++i)
     append(header.weightsOffset + weightOffsets[i], contents.weights[i].data.data(),
-           contents.weights[i].data.size());
+           contents.weights[i].data.size(), &contents.weights[i]);
   // Without weights the file still ends at the weights section's offset.
   append(header.fileSize, nullptr, 0);
 
@@ -101,10 +107,13 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   auto forEachChunk = [&](auto &&visit) {
     for (const Piece &piece : pieces)
       for (uint64_t done = 0; done < piece.size;) {
-        uint64_t size = piece.data ? piece.size - done
-                                   : std::min<uint64_t>(piece.size - done, sizeof(zeros));
-        visit(piece.data ? piece.data + done : zeros, size);
+        uint64_t size = std::min<uint64_t>(piece.size - done,
+                                           piece.data ? kWeightChunkBytes : sizeof(zeros));
+        const uint8_t *data = piece.data ? piece.data + done : zeros;
+        visit(data, size);
         done += size;
+        if (piece.weight && contents.weightRead)
+          contents.weightRead(llvm::ArrayRef<char>(reinterpret_cast<const char *>(data), size));
       }
   };
   uLong crc = crc32(0L, Z_NULL, 0);

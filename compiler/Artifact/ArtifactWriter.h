@@ -5,6 +5,7 @@
 #include "llvm/ADT/ArrayRef.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct ArtifactContents {
   /// Bytes of weights that had to be converted (unpacked i1), which
   /// `weights` point into.
   std::vector<std::vector<char>> convertedWeights;
+  /// Called with each stretch of a weight's bytes that the writer is done
+  /// reading (once for the checksum, once to write them), so that bytes
+  /// held only for the artifact can leave memory as they are written; may
+  /// be empty.
+  std::function<void(llvm::ArrayRef<char>)> weightRead;
 };
 
 /// Writes `contents` to `path` in the format of docs/artifact-format.md.

@@ -7,6 +7,7 @@
 #include "compiler/Codegen/LLVMCPU/Pipelines.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/abi/dtype.h"
+#include "passes/WeightBlobs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -245,6 +246,9 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     return true;
   if (!collectWeights(module, artifact, artifact.convertedWeights, error))
     return false;
+  // The weights that the passes wrote are read back from their scratch file
+  // as they are written into the artifact; none stays in memory.
+  artifact.weightRead = dropScratchPages;
 
   PassManager llvmLowering(module.getContext());
   instrument(llvmLowering);

@@ -3,12 +3,14 @@
 // A model's weights must be in kilnc's memory once, not twice: when
 // kiln-pack-weights replaces a weight by its packed copy, the bytes the
 // importer took from the parsed model are freed. A weight something else
-// still reads keeps its bytes.
+// still reads keeps its bytes. The packed copy lives in kilnc's scratch
+// file, out of its memory except while something reads it.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Importer/ImportContext.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "passes/Passes.h"
+#include "passes/WeightBlobs.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -16,7 +18,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <deque>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace {
@@ -40,8 +45,8 @@ protected:
   void SetUp() override { kiln::registerImporterDialects(context_); }
 
   /// A weight for the next kiln.constant of `packWeights`' IR.
-  onnx::TensorProto &addWeight(const std::string &name) {
-    return weights_.emplace_back(rawWeight(name, 64, 64));
+  onnx::TensorProto &addWeight(const std::string &name, int64_t k = 64, int64_t n = 64) {
+    return weights_.emplace_back(rawWeight(name, k, n));
   }
 
   /// Parses `ir`, gives its kiln.constants, in order, the values loaded from
@@ -105,6 +110,60 @@ TEST_F(WeightReleaseTest, WeightStillReadKeepsItsBytes) {
     })mlir");
   EXPECT_EQ(tied.raw_data(), rawWeight("w", 64, 64).raw_data());
   EXPECT_TRUE(other.raw_data().empty());
+}
+
+/// How many bytes of the mapping that holds `address` are resident in this
+/// process, from /proc/self/smaps; -1 when no mapping holds it.
+int64_t residentBytes(const void *address) {
+  std::ifstream smaps("/proc/self/smaps");
+  auto target = reinterpret_cast<uintptr_t>(address);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long begin, end;
+    char dash;
+    std::istringstream header(line);
+    if (line.find(':') > line.find(' ') && header >> std::hex >> begin >> dash >> end &&
+        dash == '-') {
+      inside = begin <= target && target < end;
+      continue;
+    }
+    long kilobytes;
+    if (inside && std::sscanf(line.c_str(), "Rss: %ld kB", &kilobytes) == 1)
+      return kilobytes * 1024;
+  }
+  return -1;
+}
+
+TEST_F(WeightReleaseTest, PackedWeightIsOutOfMemoryUntilRead) {
+  constexpr int64_t k = 256, n = 256;
+  addWeight("w", k, n);
+  packWeights(R"mlir(
+    func.func @f(%x: tensor<?x256xf32>) -> tensor<?x256xf32> {
+      %w = kiln.constant dense<0.0> : tensor<256x256xf32>
+      %y = kiln.matmul %x, %w : (tensor<?x256xf32>, tensor<256x256xf32>) -> tensor<?x256xf32>
+      return %y : tensor<?x256xf32>
+    })mlir");
+  std::vector<kiln::ConstantOp> constants;
+  module_->walk([&](kiln::ConstantOp constant) { constants.push_back(constant); });
+  ASSERT_EQ(constants.size(), 1u);
+  auto packed = mlir::cast<mlir::DenseResourceElementsAttr>(constants[0].getValue());
+  mlir::ArrayRef<char> bytes = packed.getRawHandle().getBlob()->getData();
+  ASSERT_EQ(bytes.size(), k * n * sizeof(float));
+  EXPECT_EQ(residentBytes(bytes.data()), 0);
+
+  // Read back, the panels hold the weight's columns, 64 to a panel, row by
+  // row; the pages are mapped while read, and gone once dropped.
+  const auto *values = reinterpret_cast<const float *>(bytes.data());
+  constexpr int64_t width = kiln::LinearOp::kPanelWidth;
+  for (int64_t panel = 0; panel < n / width; ++panel)
+    for (int64_t row = 0; row < k; ++row)
+      for (int64_t column = 0; column < width; ++column)
+        ASSERT_EQ(values[(panel * k + row) * width + column],
+                  static_cast<float>((row * n + panel * width + column) % 7))
+            << "panel " << panel << ", row " << row << ", column " << column;
+  EXPECT_EQ(residentBytes(bytes.data()), static_cast<int64_t>(bytes.size()));
+  kiln::dropScratchPages(bytes);
+  EXPECT_EQ(residentBytes(bytes.data()), 0);
 }
 
 } // namespace

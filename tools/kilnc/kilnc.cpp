@@ -335,7 +335,9 @@ int main(int argc, char **argv) {
       "Imports an ONNX model (opsets 13-21, binary or textual) into the kiln\n"
       "dialect and compiles it into one .kiln artifact for the Kiln runtime:\n"
       "x86-64 code, a manifest of inputs and outputs, and the weights. Weights\n"
-      "in ONNX external-data files are memory-mapped.\n");
+      "in ONNX external-data files are memory-mapped; the weights it packs or\n"
+      "quantizes are kept in a scratch file in TMPDIR (as large as they are)\n"
+      "until the artifact is written.\n");
 
   if (emitKind == EmitKind::Auto)
     emitKind = llvm::StringRef(outputPath).ends_with(".kiln") ? EmitKind::Artifact
