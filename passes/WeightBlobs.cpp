@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +23,10 @@ namespace {
 /// Smaller weights stay on the heap: below 16 pages, the rounding to whole
 /// pages and a mapping of their own cost more than they save.
 constexpr size_t kScratchMinBytes = 64 * 1024;
+
+/// Free space that the scratch file leaves in TMPDIR, for the object file
+/// that code generation writes there and for everyone else.
+constexpr uint64_t kScratchHeadroomBytes = 256ull << 20;
 
 /// The file that the weights a compile writes (packed, quantized) are kept
 /// in instead of the heap, so that kilnc holds each in its memory only while
@@ -38,16 +43,19 @@ public:
   }
 
   /// A zeroed, writable blob of `size` bytes mapped from the file, or none
-  /// when the file cannot hold it (no TMPDIR, a full disk): the caller then
-  /// uses the heap. The space is reserved before the mapping is touched, so
-  /// a full disk is an error here, never a SIGBUS later.
+  /// when the file cannot hold it (no TMPDIR, too little free space): the
+  /// caller then uses the heap. The space is reserved before the mapping is
+  /// touched, so a full disk is an error here, never a SIGBUS later.
   std::optional<AsmResourceBlob> allocate(size_t size) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!open())
       return std::nullopt;
     const size_t length = llvm::alignTo(size, pageSize_);
     const off_t offset = end_;
-    if (::posix_fallocate(fd_, offset, length) != 0)
+    struct statvfs fs;
+    if (::fstatvfs(fd_, &fs) != 0 ||
+        static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < length + kScratchHeadroomBytes ||
+        ::posix_fallocate(fd_, offset, length) != 0)
       return std::nullopt;
     void *data = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, offset);
     if (data == MAP_FAILED) {

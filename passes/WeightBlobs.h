@@ -39,9 +39,9 @@ std::optional<llvm::ArrayRef<float>> floatValues(mlir::ElementsAttr value,
 /// the same kind of attribute as `original`: a `dense_resource` blob named
 /// after the original's with `suffix` for a weight that was one (written
 /// straight into the blob), else a dense literal. A blob of 64 KiB or more
-/// is kept in a scratch file in TMPDIR (on the heap when the file cannot
-/// hold it) and leaves the process's memory once written (see
-/// dropScratchPages).
+/// is kept in a scratch file in TMPDIR (on the heap when that would leave
+/// TMPDIR less than 256 MiB free) and leaves the process's memory once
+/// written (see dropScratchPages).
 mlir::ElementsAttr
 replacementWeight(mlir::ElementsAttr original, mlir::RankedTensorType type,
                   llvm::StringRef suffix,
