@@ -1,8 +1,8 @@
 //===- FuseAttention.cpp - The kiln-fuse-attention pass -------------------===//
 //
 // Recognizes softmax(where(keep, Q·Kᵀ * scale, fill) + bias) · V, with each
-// of the where, the bias add and the scale optional, and replaces it with one
-// kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
+// of the where, the bias add and the scale optional (and the scale on either
+// side of the where), and replaces it with one kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
 // Grouped-query attention's repeat_kv of K and V is then absorbed into the
 // op, which maps query heads to key/value heads itself, and so is a decode
 // step's append of the new keys and values to the KV cache.
@@ -83,17 +83,20 @@ Value peelScales(Value value, double &scale) {
   }
 }
 
-/// Walks from below the bias add up to the Q·Kᵀ product: an optional where,
-/// optional scales by constants, then the product, whose operands may be
-/// scaled too.
+/// Walks from below the bias add up to the Q·Kᵀ product: optional scales by
+/// constants with an optional where among them, then the product, whose
+/// operands may be scaled too. A scale above the where scales its fill as
+/// well, where(keep, s, fill) · c being where(keep, s · c, fill · c): GPT-2
+/// masks the scaled scores, GPT-J scales the masked ones.
 std::optional<ScoreChain> matchMaskedScores(Value scores) {
   ScoreChain chain;
+  scores = peelScales(scores, chain.scale);
   if (auto where = singleUseProducer<WhereOp>(scores)) {
     std::optional<double> fill = scalarConstantValue(where.getOnFalse());
     if (!fill || !sameType(where.getOnTrue(), where))
       return std::nullopt;
     chain.keep = where.getCondition();
-    chain.maskedValue = *fill;
+    chain.maskedValue = *fill * chain.scale;
     scores = where.getOnTrue();
   }
   chain.scores = singleUseProducer<MatMulOp>(peelScales(scores, chain.scale));

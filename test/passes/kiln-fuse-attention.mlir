@@ -50,6 +50,57 @@ func.func @mask_first_scale_by_mul(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16
 
 // -----
 
+// Tests GPT-J's order, which masks the scores before it scales them: the
+// scale applies to the where's fill too, so masked_value is the fill over
+// sqrt(d). A scale under the where multiplies the product's as before.
+
+// CHECK-LABEL: func.func @scale_after_mask
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>, %[[KEEP:.+]]: tensor<?x?xi1>, %[[MASK:.+]]: tensor<?x1x1x?xf32>)
+//       CHECK: %[[KEEP4:.+]] = kiln.unsqueeze %[[KEEP]] {axes = array<i64: 0, 1>}
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] keep %[[KEEP4]] bias %[[MASK]]
+//  CHECK-SAME: masked_value = -8.50705867E+37 : f32, scale = 1.250000e-01 : f32
+//  CHECK-NOT: kiln.softmax
+//       CHECK: return %[[O]]
+func.func @scale_after_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                            %keep: tensor<?x?xi1>, %mask: tensor<?x1x1x?xf32>) -> tensor<?x4x?x16xf32> {
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %h = kiln.mul %s, %half : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = kiln.where %keep, %h, %min : (tensor<?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %w, %c4 : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %a = kiln.add %d, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a scale above the where is not taken when something else reads
+// the masked scores: the where, kept for that reader, would be computed
+// twice.
+
+// CHECK-LABEL: func.func @masked_scores_read_twice
+//       CHECK: kiln.where
+//       CHECK: kiln.softmax
+//   CHECK-NOT: kiln.attention
+func.func @masked_scores_read_twice(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<1x4x8x16xf32>,
+                                    %keep: tensor<8x8xi1>) -> (tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>) {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = kiln.where %keep, %s, %min : (tensor<8x8xi1>, tensor<1x4x8x8xf32>, tensor<f32>) -> tensor<1x4x8x8xf32>
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %w, %c4 : (tensor<1x4x8x8xf32>, tensor<f32>) -> tensor<1x4x8x8xf32>
+  %p = kiln.softmax %d {axis = 3 : i64} : tensor<1x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<1x4x8x8xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x16xf32>
+  return %o, %w : tensor<1x4x8x16xf32>, tensor<1x4x8x8xf32>
+}
+
+// -----
+
 // Tests BERT's form, where K goes from [B, T, H, D] straight to [B, H, D, T]:
 // the fused op reads K through a transpose to [B, H, T, D].
 
