@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Export tiny BERT, GPT-2 and Llama models to ONNX, laid out like HF/optimum exports.
+"""Export tiny BERT, GPT-2, Llama and GPT-J models to ONNX, laid out like HF/optimum exports.
 
 The modules below follow the structure of the Hugging Face implementations
 (module nesting, mask construction, KV-cache handling) so that the exported
@@ -594,12 +594,100 @@ def einsum_encoder_spec(hidden_size, num_layers, num_heads, intermediate_size):
     )
 
 
+# --------------------------------------------------------------------------
+# GPT-J decoder (rotary on interleaved pairs of the first rotary_dim of each
+# head, attention and MLP side by side, the scores masked before they are
+# scaled), after transformers' modeling_gptj
+# --------------------------------------------------------------------------
+
+GPTJ_CONFIG = TinyConfig()
+GPTJ_ROTARY_DIM = 8  # of the head's 16, as GPT-J rotates 64 of 256
+
+
+def rotate_every_two(x):
+    """GPT-J's pairs: (x0, x1, x2, x3, ...) -> (-x1, x0, -x3, x2, ...)."""
+    return torch.stack((-x[..., 1::2], x[..., ::2]), dim=-1).flatten(-2)
+
+
+class GPTJAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.q_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
+        self.out_proj = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=False)
+        inv_freq = 1.0 / (ROPE_BASE ** (torch.arange(0, GPTJ_ROTARY_DIM, 2).float() / GPTJ_ROTARY_DIM))
+        angles = torch.outer(torch.arange(cfg.max_positions).float(), inv_freq)
+        self.register_buffer("embed_positions", torch.cat((angles.sin(), angles.cos()), dim=1),
+                             persistent=False)
+
+    def rotate(self, x, sin, cos):
+        """x [batch, seq, heads, head_dim]: its first rotary_dim rotated."""
+        rotary, rest = x[..., :GPTJ_ROTARY_DIM], x[..., GPTJ_ROTARY_DIM:]
+        sin = torch.repeat_interleave(sin[:, :, None, :], 2, 3)
+        cos = torch.repeat_interleave(cos[:, :, None, :], 2, 3)
+        return torch.cat((rotary * cos + rotate_every_two(rotary) * sin, rest), dim=-1)
+
+    def forward(self, hidden, layer_past, padding_mask, position_ids):
+        cfg = self.cfg
+        batch, seq = hidden.shape[0], hidden.shape[1]
+        heads = (batch, seq, cfg.num_heads, cfg.head_dim)
+        sincos = self.embed_positions[position_ids]
+        sin, cos = torch.split(sincos, GPTJ_ROTARY_DIM // 2, dim=-1)
+        query = self.rotate(self.q_proj(hidden).view(heads), sin, cos).permute(0, 2, 1, 3)
+        key = self.rotate(self.k_proj(hidden).view(heads), sin, cos).permute(0, 2, 1, 3)
+        value = self.v_proj(hidden).view(heads).permute(0, 2, 1, 3)
+        key, value = append_to_cache(layer_past, key, value)
+        total = key.shape[-2]
+        causal = torch.tril(torch.ones(total, total, dtype=torch.bool))[total - seq:, :]
+        scores = torch.matmul(query, key.transpose(-1, -2))
+        scores = torch.where(causal, scores, torch.full([], torch.finfo(scores.dtype).min))
+        scores = scores / math.sqrt(cfg.head_dim)
+        probs = F.softmax(scores + padding_mask, dim=-1)
+        out = torch.matmul(probs, value).permute(0, 2, 1, 3).reshape(batch, seq, cfg.hidden_size)
+        return self.out_proj(out), (key, value)
+
+
+class GPTJBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.attn = GPTJAttention(cfg)
+        self.fc_in = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.fc_out = nn.Linear(cfg.intermediate_size, cfg.hidden_size)
+
+    def forward(self, hidden, layer_past, padding_mask, position_ids):
+        normed = self.ln_1(hidden)
+        attn_out, present = self.attn(normed, layer_past, padding_mask, position_ids)
+        return hidden + attn_out + self.fc_out(gelu_new(self.fc_in(normed))), present
+
+
+class GPTJForCausalLM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.h = nn.ModuleList(GPTJBlock(cfg) for _ in range(cfg.num_layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size)
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        hidden = self.wte(input_ids)
+        padding_mask = padding_mask_to_additive(attention_mask, hidden.dtype)
+        presents = []
+        for block, layer_past in zip(self.h, past_key_values):
+            hidden, present = block(hidden, layer_past, padding_mask, position_ids)
+            presents.append(present)
+        return self.lm_head(self.ln_f(hidden)), presents
+
+
 MODEL_SPECS = {
     "bert_tiny": bert_spec,
     "gpt2_tiny": lambda: decoder_spec(GPT2LMHeadModel(GPT2_CONFIG), GPT2_CONFIG, opset=14),
     "llama_tiny": lambda: decoder_spec(LlamaForCausalLM(LLAMA_CONFIG), LLAMA_CONFIG, opset=17),
     "torch_encoder_tiny": lambda: torch_encoder_spec(64, 2, 4, 128),
     "einsum_encoder_tiny": lambda: einsum_encoder_spec(64, 2, 4, 128),
+    "gptj_tiny": lambda: decoder_spec(GPTJForCausalLM(GPTJ_CONFIG), GPTJ_CONFIG, opset=17),
 }
 # Llama at realistic sizes, for bench/run.py --suite scale: (config, tied
 # embeddings). medium is the 155M-parameter shape (624 MB of fp32 weights);

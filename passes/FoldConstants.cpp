@@ -732,8 +732,10 @@ struct FoldConstantsPass
       if (auto reshape = dyn_cast<ReshapeOp>(op))
         canonicalizeReshapeShape(reshape);
       refineResultTypes(op);
-      if (op->getNumResults() == 1 && !foldShapeQuery(op) && !foldShapeSlice(op) &&
-          !foldIdentityReshape(op))
+      if (auto split = dyn_cast<SplitOp>(op))
+        foldConstantSplit(split);
+      else if (op->getNumResults() == 1 && !foldShapeQuery(op) && !foldShapeSlice(op) &&
+               !foldIdentityReshape(op))
         foldConstantOperands(op);
     }
     // The kiln ops that folding left without users (the shape_of feeding a
@@ -1026,6 +1028,41 @@ struct FoldConstantsPass
         failed(verifyCompatibleShape(result->shape, resultType.getShape())))
       return;
     replace(op, builder, toAttribute(*result));
+  }
+
+  /// A split of a constant by static sizes as one constant per piece: torch's
+  /// repeat_interleave splits its constant repeats into one per element,
+  /// and the shapes it expands to are computed from them.
+  void foldConstantSplit(SplitOp split) {
+    std::optional<Constant> input = readConstant(split.getInput());
+    if (!input || split.getSplitSizes() ||
+        llvm::any_of(split.getSizes(), [](int64_t size) { return size < 0; }))
+      return;
+    const int64_t axis = split.getAxis();
+    SmallVector<Constant> pieces;
+    int64_t begin = 0;
+    auto bound = [&](int64_t value) {
+      Constant bound = empty({1}, IntegerType::get(split.getContext(), 64));
+      bound.ints[0] = value;
+      return bound;
+    };
+    for (int64_t size : split.getSizes()) {
+      Constant start = bound(begin), end = bound(begin + size), step = bound(1);
+      std::optional<Constant> piece = evaluateSlice(*input, start, end, step, {axis});
+      if (!piece)
+        return;
+      pieces.push_back(std::move(*piece));
+      begin += size;
+    }
+    OpBuilder builder(split);
+    for (auto [result, piece] : llvm::zip(split.getResults(), pieces)) {
+      Value constant = builder.create<ConstantOp>(split.getLoc(), toAttribute(piece).getType(),
+                                                  toAttribute(piece));
+      if (constant.getType() != result.getType())
+        constant = builder.create<tensor::CastOp>(split.getLoc(), result.getType(), constant);
+      result.replaceAllUsesWith(constant);
+    }
+    split.erase();
   }
 
   /// Replaces `op` with a constant `value`, cast to the op's result type when

@@ -5,6 +5,11 @@
 //   x * cos + rotate_half(x) * sin,
 //   rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2], axis = -1)
 //
+// or as GPT-J does, rotating neighbours (kiln.rotary's `interleaved`),
+//
+//   rotate_every_two(x) = stack(-x[..., 1::2], x[..., ::2], axis = -1)
+//                         flattened back to x's shape,
+//
 // with either operand order in the products and the sum, and replaces it
 // with one kiln.rotary: the halves, the negation and the concat are never
 // materialized. Partial rotary (GPT-NeoX's rotary_pct), which rotates the
@@ -40,10 +45,10 @@ std::optional<int64_t> singleConstant(Value value) {
 }
 
 /// Whether `value` is a single-use slice of `x` that keeps [begin, end) of
-/// its last axis of static size `width`, by ONNX's rules for negative and
-/// out-of-range indices.
+/// its last axis of static size `width`, every `stride`-th element, by
+/// ONNX's rules for negative and out-of-range indices.
 bool isSliceOfLastAxis(Value value, Value x, int64_t width, int64_t begin,
-                       int64_t end) {
+                       int64_t end, int64_t stride = 1) {
   auto slice = singleUseProducer<SliceOp>(value);
   int64_t lastAxis = cast<RankedTensorType>(x.getType()).getRank() - 1;
   if (!slice || slice.getInput() != x ||
@@ -52,7 +57,7 @@ bool isSliceOfLastAxis(Value value, Value x, int64_t width, int64_t begin,
   std::optional<int64_t> start = singleConstant(slice.getStarts());
   std::optional<int64_t> stop = singleConstant(slice.getEnds());
   std::optional<int64_t> step = singleConstant(slice.getSteps());
-  if (!start || !stop || step != 1)
+  if (!start || !stop || step != stride)
     return false;
   auto clampIndex = [&](int64_t index) {
     if (index < 0)
@@ -82,6 +87,70 @@ int64_t lastDim(Value value) {
   return type.getRank() == 0 ? ShapedType::kDynamic : type.getShape().back();
 }
 
+/// `value` without a single-use unsqueeze that appends a last axis of 1.
+Value withoutTrailingUnitAxis(Value value) {
+  auto unsqueeze = singleUseProducer<UnsqueezeOp>(value);
+  if (!unsqueeze ||
+      unsqueeze.getAxes() != ArrayRef<int64_t>{cast<RankedTensorType>(unsqueeze.getType()).getRank() - 1})
+    return nullptr;
+  return unsqueeze.getInput();
+}
+
+/// Whether `flatten` merges the last two dims of its input and keeps the
+/// others: each of its shape's other entries is that dim of the input (or
+/// 0, which copies it), and the last is the merged size (or -1).
+bool flattensLastTwoDims(ReshapeOp flatten) {
+  auto input = cast<RankedTensorType>(flatten.getInput().getType());
+  auto result = cast<RankedTensorType>(flatten.getType());
+  std::optional<SmallVector<ShapeElement>> entries = shapeElements(flatten.getShape());
+  int64_t rank = result.getRank();
+  if (!entries || input.getRank() != rank + 1 || static_cast<int64_t>(entries->size()) != rank ||
+      input.isDynamicDim(rank - 1) || input.isDynamicDim(rank))
+    return false;
+  for (int64_t dim = 0; dim + 1 < rank; ++dim)
+    if (!(*entries)[dim].isDimOf(flatten.getInput(), dim) &&
+        !((*entries)[dim].isConstant(0) && !flatten.getAllowZero()))
+      return false;
+  const ShapeElement &last = entries->back();
+  return last.isConstant(-1) || last.isConstant(input.getDimSize(rank - 1) * input.getDimSize(rank));
+}
+
+/// Whether `value` is GPT-J's rotate_every_two(x) and used only here: the
+/// odd elements negated, paired with the even ones along a new last axis
+/// and flattened back, reshape(concat(-x[..., 1::2][..., None],
+/// x[..., ::2][..., None], axis = -1), x.shape), torch.stack's export.
+bool isRotateEveryTwo(Value value, Value x, int64_t width) {
+  auto flatten = singleUseProducer<ReshapeOp>(value);
+  // The pairs may also be read for their dims, by the flatten's shape.
+  auto pairs = flatten ? flatten.getInput().getDefiningOp<ConcatOp>() : ConcatOp();
+  if (!pairs || llvm::any_of(pairs->getUsers(), [&](Operation *user) {
+        return user != flatten && !isa<DimOp>(user);
+      }))
+    return false;
+  if (pairs.getInputs().size() != 2 ||
+      static_cast<int64_t>(pairs.getAxis()) != cast<RankedTensorType>(pairs.getType()).getRank() - 1 ||
+      lastDim(pairs) != 2 || !flattensLastTwoDims(flatten))
+    return false;
+  // The negation may come before or after the new axis.
+  Value first = pairs.getInputs()[0];
+  bool negated = false;
+  if (auto neg = singleUseProducer<NegOp>(first)) {
+    first = neg.getInput();
+    negated = true;
+  }
+  first = withoutTrailingUnitAxis(first);
+  if (!negated && first)
+    if (auto neg = singleUseProducer<NegOp>(first)) {
+      first = neg.getInput();
+      negated = true;
+    }
+  Value second = withoutTrailingUnitAxis(pairs.getInputs()[1]);
+  return negated && first && second &&
+         isSliceOfLastAxis(first, x, width, 1, width, /*stride=*/2) &&
+         isSliceOfLastAxis(second, x, width, 0, width, /*stride=*/2);
+}
+
+
 struct FuseRotary : public OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -104,15 +173,18 @@ struct FuseRotary : public OpRewritePattern<AddOp> {
           continue;
         for (Value rotated : {sinProduct.getLhs(), sinProduct.getRhs()}) {
           Value sin = otherOperand(sinProduct, rotated);
-          if (lastDim(sin) != width || !isRotateHalf(rotated, x, width))
+          if (lastDim(sin) != width)
             continue;
-          rewriter.replaceOpWithNewOp<RotaryOp>(add, add.getType(), x, cos, sin);
+          bool interleaved = isRotateEveryTwo(rotated, x, width);
+          if (!interleaved && !isRotateHalf(rotated, x, width))
+            continue;
+          rewriter.replaceOpWithNewOp<RotaryOp>(add, add.getType(), x, cos, sin, interleaved);
           return success();
         }
       }
     }
-    return rewriter.notifyMatchFailure(add,
-                                       "not x * cos + rotate_half(x) * sin");
+    return rewriter.notifyMatchFailure(
+        add, "not x * cos + rotate_half(x) * sin, nor with rotate_every_two");
   }
 };
 
@@ -141,8 +213,8 @@ struct FusePartialRotary : public OpRewritePattern<ConcatOp> {
         !isSliceOfLastAxis(concat.getInputs()[1], x, width, rotated, width))
       return rewriter.notifyMatchFailure(
           concat, "not rotary(x[..., :R]) then x[..., R:]");
-    rewriter.replaceOpWithNewOp<RotaryOp>(concat, concat.getType(), x,
-                                          rotary.getCos(), rotary.getSin());
+    rewriter.replaceOpWithNewOp<RotaryOp>(concat, concat.getType(), x, rotary.getCos(),
+                                          rotary.getSin(), rotary.getInterleaved());
     return success();
   }
 };

@@ -307,6 +307,24 @@ func.func @refine_ops(%x: tensor<6x10xf32>, %idx: tensor<3xi64>, %y: tensor<?x1x
 
 // -----
 
+// Tests that a split of a constant by static sizes folds into one constant
+// per piece (torch's repeat_interleave splits its repeats [2, 2, 2] so), and
+// that a split of a computed value stays.
+
+// CHECK-LABEL: func.func @constant_split
+//   CHECK-DAG: %[[A:.+]] = kiln.constant dense<2> : tensor<1xi64>
+//   CHECK-DAG: %[[B:.+]] = kiln.constant dense<[3, 4]> : tensor<2xi64>
+//       CHECK: %[[P:.+]]:2 = kiln.split %{{.+}} {axis = 0 : i64, sizes = array<i64: 1, 2>}
+//       CHECK: return %[[A]], %[[B]], %[[P]]#1
+func.func @constant_split(%x: tensor<3xi64>) -> (tensor<1xi64>, tensor<2xi64>, tensor<2xi64>) {
+  %c = kiln.constant dense<[2, 3, 4]> : tensor<3xi64>
+  %parts:2 = kiln.split %c {axis = 0 : i64, sizes = array<i64: 1, 2>} : (tensor<3xi64>) -> (tensor<1xi64>, tensor<2xi64>)
+  %other:2 = kiln.split %x {axis = 0 : i64, sizes = array<i64: 1, 2>} : (tensor<3xi64>) -> (tensor<1xi64>, tensor<2xi64>)
+  return %parts#0, %parts#1, %other#1 : tensor<1xi64>, tensor<2xi64>, tensor<2xi64>
+}
+
+// -----
+
 // Tests what refinement leaves alone: a cast that adds static sizes is not
 // bypassed (kiln.neg keeps reading the 4x64 cast), and a reshape proven to
 // be ?x4x16 keeps its type when that would break its user, a product whose

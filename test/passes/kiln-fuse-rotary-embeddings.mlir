@@ -265,3 +265,106 @@ func.func @partial_not_rest(%x: tensor<2x16xf32>, %z: tensor<2x16xf32>, %cos: te
   %y4 = kiln.concat %q4, %p4 {axis = 1 : i64} : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x16xf32>
   return %y0, %y1, %y2, %y3, %y4, %r4 : tensor<2x16xf32>, tensor<2x14xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Tests GPT-J's rotate_every_two, torch.stack((-x[..., 1::2], x[..., ::2]),
+// -1) flattened back (its shape read from the stacked pairs' dims), as one
+// interleaved kiln.rotary; nothing of the pairs is left.
+
+// CHECK-LABEL: func.func @gptj
+//  CHECK-SAME: (%[[X:.+]]: tensor<?x?x4x8xf32>, %[[COS:.+]]: tensor<?x?x1x8xf32>, %[[SIN:.+]]: tensor<?x?x1x8xf32>)
+//       CHECK: %[[Y:.+]] = kiln.rotary %[[X]], %[[COS]], %[[SIN]] {interleaved}
+//   CHECK-NOT: kiln.concat
+//       CHECK: return %[[Y]]
+func.func @gptj(%x: tensor<?x?x4x8xf32>, %cos: tensor<?x?x1x8xf32>, %sin: tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32> {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %end = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<i64>
+  %xc = kiln.mul %x, %cos : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %even = kiln.slice %x[%c0 : %end : %c2] {axes = array<i64: 3>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %odd = kiln.slice %x[%c1 : %end : %c2] {axes = array<i64: 3>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %neg = kiln.neg %odd : tensor<?x?x4x4xf32>
+  %a = kiln.unsqueeze %neg {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %b = kiln.unsqueeze %even {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %pairs = kiln.concat %a, %b {axis = 4 : i64} : (tensor<?x?x4x4x1xf32>, tensor<?x?x4x4x1xf32>) -> tensor<?x?x4x4x2xf32>
+  %d0 = kiln.dim %pairs {index = 0 : i64} : tensor<?x?x4x4x2xf32> -> tensor<i64>
+  %e0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %d1 = kiln.dim %pairs {index = 1 : i64} : tensor<?x?x4x4x2xf32> -> tensor<i64>
+  %e1 = kiln.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %e3 = kiln.unsqueeze %c8 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %shape = kiln.concat %e0, %e1, %c4, %e3 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = kiln.reshape %pairs, %shape : (tensor<?x?x4x4x2xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+  %rs = kiln.mul %r, %sin : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %y = kiln.add %xc, %rs : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x8xf32>
+  return %y : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+// Tests that the pairs in the other order (the even elements negated) are
+// not GPT-J's rotation and do not fuse.
+
+// CHECK-LABEL: func.func @not_rotate_every_two
+//   CHECK-NOT: kiln.rotary
+func.func @not_rotate_every_two(%x: tensor<?x?x4x8xf32>, %cos: tensor<?x?x1x8xf32>, %sin: tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32> {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %end = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<i64>
+  %xc = kiln.mul %x, %cos : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %even = kiln.slice %x[%c0 : %end : %c2] {axes = array<i64: 3>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %odd = kiln.slice %x[%c1 : %end : %c2] {axes = array<i64: 3>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %neg = kiln.neg %even : tensor<?x?x4x4xf32>
+  %a = kiln.unsqueeze %neg {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %b = kiln.unsqueeze %odd {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %pairs = kiln.concat %a, %b {axis = 4 : i64} : (tensor<?x?x4x4x1xf32>, tensor<?x?x4x4x1xf32>) -> tensor<?x?x4x4x2xf32>
+  %d0 = kiln.dim %pairs {index = 0 : i64} : tensor<?x?x4x4x2xf32> -> tensor<i64>
+  %e0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %d1 = kiln.dim %pairs {index = 1 : i64} : tensor<?x?x4x4x2xf32> -> tensor<i64>
+  %e1 = kiln.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %e3 = kiln.unsqueeze %c8 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %shape = kiln.concat %e0, %e1, %c4, %e3 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = kiln.reshape %pairs, %shape : (tensor<?x?x4x4x2xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+  %rs = kiln.mul %r, %sin : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %y = kiln.add %xc, %rs : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x8xf32>
+  return %y : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+// Tests that pairs read by something other than the flatten and its shape
+// (here returned) do not fuse.
+
+// CHECK-LABEL: func.func @pairs_read_elsewhere
+//   CHECK-NOT: kiln.rotary
+func.func @pairs_read_elsewhere(%x: tensor<?x?x4x8xf32>, %cos: tensor<?x?x1x8xf32>, %sin: tensor<?x?x1x8xf32>) -> (tensor<?x?x4x8xf32>, tensor<?x?x4x4x2xf32>) {
+  %c0 = kiln.constant dense<0> : tensor<1xi64>
+  %c1 = kiln.constant dense<1> : tensor<1xi64>
+  %c2 = kiln.constant dense<2> : tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %end = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %c8 = kiln.constant dense<8> : tensor<i64>
+  %xc = kiln.mul %x, %cos : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %even = kiln.slice %x[%c0 : %end : %c2] {axes = array<i64: 3>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %odd = kiln.slice %x[%c1 : %end : %c2] {axes = array<i64: 3>} : (tensor<?x?x4x8xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?x?x4x4xf32>
+  %neg = kiln.neg %odd : tensor<?x?x4x4xf32>
+  %a = kiln.unsqueeze %neg {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %b = kiln.unsqueeze %even {axes = array<i64: 4>} : (tensor<?x?x4x4xf32>) -> tensor<?x?x4x4x1xf32>
+  %pairs = kiln.concat %a, %b {axis = 4 : i64} : (tensor<?x?x4x4x1xf32>, tensor<?x?x4x4x1xf32>) -> tensor<?x?x4x4x2xf32>
+  %d0 = kiln.dim %pairs {index = 0 : i64} : tensor<?x?x4x4x2xf32> -> tensor<i64>
+  %e0 = kiln.unsqueeze %d0 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %d1 = kiln.dim %pairs {index = 1 : i64} : tensor<?x?x4x4x2xf32> -> tensor<i64>
+  %e1 = kiln.unsqueeze %d1 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %e3 = kiln.unsqueeze %c8 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %shape = kiln.concat %e0, %e1, %c4, %e3 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %r = kiln.reshape %pairs, %shape : (tensor<?x?x4x4x2xf32>, tensor<4xi64>) -> tensor<?x?x4x8xf32>
+  %rs = kiln.mul %r, %sin : (tensor<?x?x4x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x8xf32>
+  %y = kiln.add %xc, %rs : (tensor<?x?x4x8xf32>, tensor<?x?x4x8xf32>) -> tensor<?x?x4x8xf32>
+  return %y, %pairs : tensor<?x?x4x8xf32>, tensor<?x?x4x4x2xf32>
+}

@@ -419,10 +419,11 @@ struct ElementwiseLowering : public ConversionPattern {
 };
 
 /// kiln.rotary as one broadcasting loop that reads the input twice: at the
-/// element j, and, for j < R, at its partner in the other half of the
-/// rotated part, index (j + R/2) mod R, which is negated in the first half.
-/// Past R (partial rotary) the element passes through; cos, sin and the
-/// partner are then read at j mod R, in bounds, and not used.
+/// element j, and, for j < R, at its partner: in the other half of the
+/// rotated part, index (j + R/2) mod R, negated in the first half; or, when
+/// interleaved, its neighbour j xor 1, negated at even j. Past R (partial
+/// rotary) the element passes through; cos, sin and the partner are then
+/// read at j mod R, in bounds, and not used.
 struct RotaryLowering : public OpConversionPattern<RotaryOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -438,14 +439,20 @@ struct RotaryLowering : public OpConversionPattern<RotaryOp> {
     // The verifier made the input's last dim the result's, so its last map
     // result is the loop over the result's last dim; cos and sin read that
     // loop's index too, wrapped into their R.
-    auto wrapLast = [&](AffineMap map, int64_t shift) {
+    auto wrapLast = [&](AffineMap map, bool partner) {
       SmallVector<AffineExpr> exprs(map.getResults());
-      if (shift != 0 || partial)
-        exprs.back() = (exprs.back() + shift) % rotated;
+      AffineExpr &last = exprs.back();
+      if (partner && op.getInterleaved()) {
+        if (partial)
+          last = last % rotated;
+        last = last + 1 - (last % 2) * 2;
+      } else if (partner || partial) {
+        last = (last + (partner ? half : 0)) % rotated;
+      }
       return AffineMap::get(map.getNumDims(), 0, exprs, op.getContext());
     };
     AffineMap partnerMap =
-        wrapLast(lowering::broadcastMap(inputType, resultType), half);
+        wrapLast(lowering::broadcastMap(inputType, resultType), /*partner=*/true);
     int64_t lastDim = resultType.getRank() - 1;
     Value result = broadcastingGeneric(
         rewriter, op, {input, adaptor.getCos(), adaptor.getSin()},
@@ -458,9 +465,17 @@ struct RotaryLowering : public OpConversionPattern<RotaryOp> {
                 loc, arith::CmpIPredicate::ult, index,
                 b.create<arith::ConstantIndexOp>(loc, bound));
           };
-          Value firstHalf = below(half);
+          Value negated;
+          if (op.getInterleaved()) {
+            Value one = b.create<arith::ConstantIndexOp>(loc, 1);
+            Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+            negated = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                              b.create<arith::AndIOp>(loc, index, one), zero);
+          } else {
+            negated = below(half);
+          }
           Value rotatedX = b.create<arith::SelectOp>(
-              loc, firstHalf, b.create<arith::NegFOp>(loc, other), other);
+              loc, negated, b.create<arith::NegFOp>(loc, other), other);
           Value rotatedSin = b.create<arith::MulFOp>(loc, rotatedX, sin);
           Value xCos = b.create<arith::MulFOp>(loc, x, cos);
           Value value = b.create<arith::AddFOp>(loc, xCos, rotatedSin);
@@ -470,7 +485,7 @@ struct RotaryLowering : public OpConversionPattern<RotaryOp> {
           return b.create<arith::SelectOp>(loc, inRotated, value, x);
         },
         [&](unsigned number, AffineMap map) {
-          return number == 0 ? map : wrapLast(map, 0);
+          return number == 0 ? map : wrapLast(map, /*partner=*/false);
         });
     rewriter.replaceOp(op, result);
     return success();

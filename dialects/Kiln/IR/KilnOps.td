@@ -456,10 +456,12 @@ def Kiln_RotaryOp : Kiln_Op<"rotary", [Pure,
     Rotates the first R elements of the last axis, where R is the last dim
     of `cos` and `sin`, and passes the others through: with `x` those R
     elements, `x * cos + rotate_half(x) * sin`, where `rotate_half(x)` is
-    `concat(-x[..., R/2:], x[..., :R/2])` (the GPT-NeoX / Llama layout, not
-    GPT-J's interleaved pairs). R is static, even and at most the input's
-    last dim D, which is static and the result's too. R < D is partial
-    rotary (GPT-NeoX's `rotary_pct`), which the exporters spell as the
+    `concat(-x[..., R/2:], x[..., :R/2])` (the GPT-NeoX / Llama layout).
+    With `interleaved`, the pairs are neighbours instead (GPT-J's
+    `rotate_every_two`): `rotate_every_two(x)[2i] = -x[2i + 1]` and
+    `rotate_every_two(x)[2i + 1] = x[2i]`. R is static, even and at most
+    the input's last dim D, which is static and the result's too. R < D is
+    partial rotary (GPT-NeoX's `rotary_pct`), which the exporters spell as the
     rotary of a slice concatenated with the rest. The other dims broadcast
     as in NumPy. `kiln-fuse-rotary-embeddings` creates it from the
     decomposed form, which the CPU backend then computes in one loop without
@@ -472,10 +474,12 @@ def Kiln_RotaryOp : Kiln_Op<"rotary", [Pure,
         : (tensor<?x4x?x16xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x16xf32>
     %k = kiln.rotary %y, %cos, %sin
         : (tensor<?x4x?x32xf32>, tensor<?x1x?x16xf32>, tensor<?x1x?x16xf32>) -> tensor<?x4x?x32xf32>
+    %j = kiln.rotary %y, %cos, %sin {interleaved}
+        : (tensor<?x?x4x16xf32>, tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x16xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$cos,
-                   Kiln_FloatTensor:$sin);
+                   Kiln_FloatTensor:$sin, UnitAttr:$interleaved);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $cos `,` $sin attr-dict `:` functional-type(operands, results)

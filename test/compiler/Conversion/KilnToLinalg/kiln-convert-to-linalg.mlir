@@ -2445,6 +2445,36 @@ func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: te
 
 // -----
 
+// Tests that an interleaved partial rotary (GPT-J's) reads each element's
+// neighbour in its pair (j xor 1, as d3 mod 8 - (d3 mod 2) * 2 + 1, in
+// bounds past the rotated 8) and negates it at even j.
+
+// CHECK-LABEL: func.func @rotary_interleaved_partial
+// CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x?x4x16xf32>, %[[COS:[a-zA-Z0-9_]+]]: tensor<?x?x1x8xf32>, %[[SIN:[a-zA-Z0-9_]+]]: tensor<?x?x1x8xf32>)
+// CHECK: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, d3 mod 8)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, d3 mod 8)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3 mod 8 - (d3 mod 2) * 2 + 1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>]
+// CHECK-SAME: ins(%[[X]], %[[COS]], %[[SIN]], %[[X]] :
+// CHECK-NEXT: ^bb0(%[[XV:.+]]: f32, %[[C:.+]]: f32, %[[S:.+]]: f32, %[[P:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[J:.+]] = linalg.index 3 : index
+// CHECK-NEXT: %[[ONE:.+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[ODD:.+]] = arith.andi %[[J]], %[[ONE]] : index
+// CHECK-NEXT: %[[EVEN:.+]] = arith.cmpi eq, %[[ODD]], %[[ZERO]] : index
+// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[P]] : f32
+// CHECK-NEXT: %[[ROT:.+]] = arith.select %[[EVEN]], %[[NEG]], %[[P]] : f32
+// CHECK-NEXT: %[[RS:.+]] = arith.mulf %[[ROT]], %[[S]] : f32
+// CHECK-NEXT: %[[XC:.+]] = arith.mulf %[[XV]], %[[C]] : f32
+// CHECK-NEXT: %[[Y:.+]] = arith.addf %[[XC]], %[[RS]] : f32
+// CHECK-NEXT: %[[R:.+]] = arith.constant 8 : index
+// CHECK-NEXT: %[[ROTATED:.+]] = arith.cmpi ult, %[[J]], %[[R]] : index
+// CHECK-NEXT: %[[OUT:.+]] = arith.select %[[ROTATED]], %[[Y]], %[[XV]] : f32
+// CHECK-NEXT: linalg.yield %[[OUT]] : f32
+func.func @rotary_interleaved_partial(%x: tensor<?x?x4x16xf32>, %cos: tensor<?x?x1x8xf32>, %sin: tensor<?x?x1x8xf32>) -> tensor<?x?x4x16xf32> {
+  %y = kiln.rotary %x, %cos, %sin {interleaved} : (tensor<?x?x4x16xf32>, tensor<?x?x1x8xf32>, tensor<?x?x1x8xf32>) -> tensor<?x?x4x16xf32>
+  return %y : tensor<?x?x4x16xf32>
+}
+
+// -----
+
 // Tests that a partial rotary (8 of 16 rotated) reads cos, sin and the
 // partner at the index wrapped into the rotated 8 (in bounds past them) and
 // passes the elements from 8 on through; the narrower cos and sin are not

@@ -654,6 +654,17 @@ func.func @rotary(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x16xf32>, %sin: te
 
 // -----
 
+// Tests that an interleaved rotary (GPT-J's pairs) round-trips.
+
+// CHECK-LABEL: func.func @rotary_interleaved
+// CHECK: kiln.rotary %{{.+}}, %{{.+}}, %{{.+}} {interleaved} : (tensor<?x?x4x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x4x16xf32>
+func.func @rotary_interleaved(%x: tensor<?x?x4x16xf32>, %cos: tensor<?x?x1x16xf32>, %sin: tensor<?x?x1x16xf32>) -> tensor<?x?x4x16xf32> {
+  %y = kiln.rotary %x, %cos, %sin {interleaved} : (tensor<?x?x4x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>) -> tensor<?x?x4x16xf32>
+  return %y : tensor<?x?x4x16xf32>
+}
+
+// -----
+
 // Tests that a partial rotary (cos and sin 8 wide on a 16-wide input)
 // round-trips.
 
