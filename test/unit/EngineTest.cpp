@@ -221,12 +221,12 @@ TEST_P(EveryDecoder, MixedRequestsMatchThePlainLoop) {
 // read in place).
 INSTANTIATE_TEST_SUITE_P(
     Decoders, EveryDecoder,
-    ::testing::Values("gpt2_tiny", "llama_tiny", "hf_gemma_kv_ts17",
+    ::testing::Values("gpt2_tiny", "llama_tiny", "gptj_tiny", "hf_gemma_kv_ts17",
                       "hf_gpt_neox_kv_ts17", "hf_opt_kv_ts17", "hf_phi3_kv_ts17",
                       "hf_qwen3_kv_ts17", "gpt2_tiny_paged", "llama_tiny_paged",
-                      "hf_gemma_kv_ts17_paged", "hf_gpt_neox_kv_ts17_paged",
-                      "hf_opt_kv_ts17_paged", "hf_phi3_kv_ts17_paged",
-                      "hf_qwen3_kv_ts17_paged"));
+                      "gptj_tiny_paged", "hf_gemma_kv_ts17_paged",
+                      "hf_gpt_neox_kv_ts17_paged", "hf_opt_kv_ts17_paged",
+                      "hf_phi3_kv_ts17_paged", "hf_qwen3_kv_ts17_paged"));
 
 //===--- A 16-bit pool ----------------------------------------------------===//
 
