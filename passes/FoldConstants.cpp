@@ -980,7 +980,7 @@ struct FoldConstantsPass
         static_cast<int64_t>(elements->size()) != reshape.getType().getRank())
       return false;
     auto spellsDim = [&](const ShapeElement &element, int64_t dim) {
-      if (element.isDimOf(input, dim) || (element.isConstant(0) && !reshape.getAllowZero()))
+      if (keepsInputDim(reshape, element, dim))
         return true;
       DimSource source = traceDim(input, dim);
       return element.tensor && !source.size &&
@@ -1055,26 +1055,26 @@ struct FoldConstantsPass
       begin += size;
     }
     OpBuilder builder(split);
-    for (auto [result, piece] : llvm::zip(split.getResults(), pieces)) {
-      Value constant = builder.create<ConstantOp>(split.getLoc(), toAttribute(piece).getType(),
-                                                  toAttribute(piece));
-      if (constant.getType() != result.getType())
-        constant = builder.create<tensor::CastOp>(split.getLoc(), result.getType(), constant);
-      result.replaceAllUsesWith(constant);
-    }
+    for (auto [result, piece] : llvm::zip(split.getResults(), pieces))
+      result.replaceAllUsesWith(constantFor(builder, split.getLoc(), result, toAttribute(piece)));
     split.erase();
   }
 
-  /// Replaces `op` with a constant `value`, cast to the op's result type when
-  /// that is less static.
+  /// Replaces `op` with a constant `value` (see constantFor).
   void replace(Operation *op, OpBuilder &builder, DenseElementsAttr value) {
-    Value constant =
-        builder.create<ConstantOp>(op->getLoc(), value.getType(), value);
-    if (constant.getType() != op->getResult(0).getType())
-      constant = builder.create<tensor::CastOp>(
-          op->getLoc(), op->getResult(0).getType(), constant);
-    op->getResult(0).replaceAllUsesWith(constant);
+    op->getResult(0).replaceAllUsesWith(
+        constantFor(builder, op->getLoc(), op->getResult(0), value));
     op->erase();
+  }
+
+  /// A constant `value` to stand for `result`, cast to its type when that
+  /// is less static.
+  static Value constantFor(OpBuilder &builder, Location loc, Value result,
+                           DenseElementsAttr value) {
+    Value constant = builder.create<ConstantOp>(loc, value.getType(), value);
+    if (constant.getType() != result.getType())
+      constant = builder.create<tensor::CastOp>(loc, result.getType(), constant);
+    return constant;
   }
 };
 

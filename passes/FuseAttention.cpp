@@ -2,7 +2,8 @@
 //
 // Recognizes softmax(where(keep, Q·Kᵀ * scale, fill) + bias) · V, with each
 // of the where, the bias add and the scale optional (and the scale on either
-// side of the where), and replaces it with one kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
+// side of the where), and replaces it with one kiln.attention op. Exporters
+// emit Kᵀ as a transpose of the last two dims.
 // Grouped-query attention's repeat_kv of K and V is then absorbed into the
 // op, which maps query heads to key/value heads itself, and so is a decode
 // step's append of the new keys and values to the KV cache.

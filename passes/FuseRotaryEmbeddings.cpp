@@ -108,8 +108,7 @@ bool flattensLastTwoDims(ReshapeOp flatten) {
       input.isDynamicDim(rank - 1) || input.isDynamicDim(rank))
     return false;
   for (int64_t dim = 0; dim + 1 < rank; ++dim)
-    if (!(*entries)[dim].isDimOf(flatten.getInput(), dim) &&
-        !((*entries)[dim].isConstant(0) && !flatten.getAllowZero()))
+    if (!keepsInputDim(flatten, (*entries)[dim], dim))
       return false;
   const ShapeElement &last = entries->back();
   return last.isConstant(-1) || last.isConstant(input.getDimSize(rank - 1) * input.getDimSize(rank));
@@ -132,24 +131,20 @@ bool isRotateEveryTwo(Value value, Value x, int64_t width) {
       lastDim(pairs) != 2 || !flattensLastTwoDims(flatten))
     return false;
   // The negation may come before or after the new axis.
-  Value first = pairs.getInputs()[0];
   bool negated = false;
-  if (auto neg = singleUseProducer<NegOp>(first)) {
-    first = neg.getInput();
-    negated = true;
-  }
-  first = withoutTrailingUnitAxis(first);
-  if (!negated && first)
-    if (auto neg = singleUseProducer<NegOp>(first)) {
-      first = neg.getInput();
-      negated = true;
-    }
+  auto withoutNeg = [&](Value value) -> Value {
+    auto neg = negated ? NegOp() : singleUseProducer<NegOp>(value);
+    negated = negated || neg;
+    return neg ? neg.getInput() : value;
+  };
+  Value first = withoutTrailingUnitAxis(withoutNeg(pairs.getInputs()[0]));
+  if (first)
+    first = withoutNeg(first);
   Value second = withoutTrailingUnitAxis(pairs.getInputs()[1]);
   return negated && first && second &&
          isSliceOfLastAxis(first, x, width, 1, width, /*stride=*/2) &&
          isSliceOfLastAxis(second, x, width, 0, width, /*stride=*/2);
 }
-
 
 struct FuseRotary : public OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;

@@ -61,6 +61,11 @@ bool ShapeElement::isDimOf(Value value, int64_t dim) const {
   return !ShapedType::isDynamic(size) && constant == size;
 }
 
+bool keepsInputDim(ReshapeOp reshape, const ShapeElement &entry, int64_t dim) {
+  return entry.isDimOf(reshape.getInput(), dim) ||
+         (entry.isConstant(0) && !reshape.getAllowZero());
+}
+
 /// A 0-d i64 value as a shape entry.
 static std::optional<ShapeElement> scalarElement(Value scalar) {
   if (auto dim = scalar.getDefiningOp<DimOp>())

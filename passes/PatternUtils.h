@@ -62,6 +62,10 @@ struct ShapeElement {
 /// undecided comparisons give unknown entries).
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value shape);
 
+/// Whether `entry`, at index `dim` of `reshape`'s shape, keeps its input's
+/// dim there: it is that dim, or a 0 that copies it (allowzero = 0).
+bool keepsInputDim(ReshapeOp reshape, const ShapeElement &entry, int64_t dim);
+
 /// Where the size of a tensor's dim comes from, traced back through the ops
 /// that keep it: a static size, or dim `index` of `tensor` beyond which the
 /// trace stops. Two dims that trace to the same source are equal at run time

@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 namespace {
@@ -119,11 +118,10 @@ int64_t residentBytes(const void *address) {
   auto target = reinterpret_cast<uintptr_t>(address);
   bool inside = false;
   for (std::string line; std::getline(smaps, line);) {
+    // A mapping's first line is its address range, BEGIN-END in hex; the
+    // lines after it are its fields.
     unsigned long begin, end;
-    char dash;
-    std::istringstream header(line);
-    if (line.find(':') > line.find(' ') && header >> std::hex >> begin >> dash >> end &&
-        dash == '-') {
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2) {
       inside = begin <= target && target < end;
       continue;
     }
