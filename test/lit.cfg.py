@@ -23,5 +23,12 @@ llvm_config.with_environment("PATH", config.kiln_tools_dir, append_path=True)
 tools = ["kiln-opt", "kilnc", "kiln-run", "kiln-generate", "kiln-serve", "kiln-tokenize", "FileCheck", "not", "count", "split-file"]
 llvm_config.add_tool_substitutions(tools, [config.kiln_tools_dir, config.llvm_tools_dir])
 
+# CUDA's PTX assembler, where the CUDA toolkit is installed: the GPU
+# target's tests assemble what kilnc emits with it.
+ptxas = "/usr/local/cuda/bin/ptxas"
+if os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
 if os.path.exists(config.python_with_torch):
     config.available_features.add("torch")

@@ -1,5 +1,6 @@
 //===- Compiler.cpp - kiln IR to a .kiln artifact -------------------------===//
 #include "compiler/Codegen/Compiler.h"
+#include "compiler/Codegen/CUDA/Pipelines.h"
 #include "compiler/Codegen/Common/PassReport.h"
 #include "compiler/Codegen/Common/Passes.h"
 #include "compiler/Codegen/Common/Pipelines.h"
@@ -202,6 +203,18 @@ bool runPipeline(PassManager &pm, ModuleOp module, llvm::StringRef stage,
   return false;
 }
 
+/// The memory plan that kiln-plan-memory left on `module`, removed from it
+/// and given to `report`; null without one.
+DictionaryAttr takeMemoryPlan(ModuleOp module, PassReport *report) {
+  auto plan = module->getAttrOfType<DictionaryAttr>(kMemoryPlanAttrName);
+  if (!plan)
+    return {};
+  if (report)
+    report->setMemoryPlan(plan);
+  module->removeAttr(kMemoryPlanAttrName);
+  return plan;
+}
+
 } // namespace
 
 bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
@@ -211,9 +224,28 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     error = "the module has no @main function";
     return false;
   }
-  CpuTarget target;
-  if (!resolveCpuTarget(options.cpu, target, error))
+  const bool cuda = options.target == Target::Cuda;
+  // Whether the code is the CUDA target's kernels, for the GPU or run on
+  // the CPU.
+  const bool cudaKernels = cuda || options.gpuKernelsOnCpu;
+  OptimizationOptions optimizations = options.optimizations;
+  if (cudaKernels && !cudaOptimizations(optimizations, error))
     return false;
+  CpuTarget target;
+  if (cuda) {
+    if (!isSupportedGpuArch(options.gpuArch)) {
+      error = "--gpu=" + options.gpuArch + ": not a GPU architecture kilnc "
+              "generates PTX for (" + supportedGpuArchs() + ")";
+      return false;
+    }
+    if (stage == CompileStage::Artifact) {
+      error = "the CUDA target makes PTX kernels (--emit=ptx) but no artifact "
+              "yet: the runtime's CUDA path is still to come";
+      return false;
+    }
+  } else if (!resolveCpuTarget(options.cpu, target, error)) {
+    return false;
+  }
 
   auto instrument = [&](PassManager &pm) {
     if (options.report)
@@ -221,7 +253,7 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   };
   PassManager graph(module.getContext());
   instrument(graph);
-  buildGraphOptimizationPipeline(graph, options.optimizations);
+  buildGraphOptimizationPipeline(graph, optimizations);
   if (!runPipeline(graph, module, "graph optimization", error))
     return false;
   if (auto quantization = module->getAttrOfType<DictionaryAttr>(kQuantizationAttrName)) {
@@ -235,15 +267,28 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     return false;
   if (stage == CompileStage::Optimized)
     return true;
-  if (options.optimizations.planMemory)
+  if (optimizations.planMemory)
     declareDimBounds(func, artifact.inputs);
   PassManager tensors(module.getContext());
   instrument(tensors);
-  buildLinalgLoweringPipeline(tensors, addLLVMCPUKernelLowering, options.optimizations);
+  // cudaOptimizations makes no op that the CUDA target would run as a
+  // kernel of its own, so it has none to lower here.
+  const KernelLowering lowerKernels = cudaKernels ? KernelLowering([](OpPassManager &) {})
+                                                  : KernelLowering(addLLVMCPUKernelLowering);
+  buildLinalgLoweringPipeline(tensors, lowerKernels, optimizations);
   if (!runPipeline(tensors, module, "lowering to linalg", error))
     return false;
   if (stage == CompileStage::Linalg)
     return true;
+  if (cuda) {
+    PassManager gpuLowering(module.getContext());
+    instrument(gpuLowering);
+    buildCudaLoweringPipeline(gpuLowering, options.gpuArch, optimizations);
+    if (!runPipeline(gpuLowering, module, "lowering to PTX", error))
+      return false;
+    takeMemoryPlan(module, options.report);
+    return true;
+  }
   if (!collectWeights(module, artifact, artifact.convertedWeights, error))
     return false;
   // The weights that the passes wrote are read back from their scratch file
@@ -252,20 +297,22 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
 
   PassManager llvmLowering(module.getContext());
   instrument(llvmLowering);
-  buildLLVMCPULoweringPipeline(llvmLowering, options.optimizations);
+  if (options.gpuKernelsOnCpu) {
+    addCudaKernelMapping(llvmLowering, optimizations);
+    addLLVMCPULoopLowering(llvmLowering);
+  } else {
+    buildLLVMCPULoweringPipeline(llvmLowering, optimizations);
+  }
   if (!runPipeline(llvmLowering, module, "lowering to LLVM", error))
     return false;
   std::vector<ArenaSlot> arenaBuffers;
-  if (auto plan = module->getAttrOfType<DictionaryAttr>(kMemoryPlanAttrName)) {
+  if (DictionaryAttr plan = takeMemoryPlan(module, options.report)) {
     artifact.arenaBytes = plan.getAs<IntegerAttr>("arena_bytes").getInt();
     for (Attribute entry : plan.getAs<ArrayAttr>("buffers")) {
       auto buffer = cast<DictionaryAttr>(entry);
       arenaBuffers.push_back({buffer.getAs<IntegerAttr>("offset").getInt(),
                               buffer.getAs<IntegerAttr>("bytes").getInt()});
     }
-    if (options.report)
-      options.report->setMemoryPlan(plan);
-    module->removeAttr(kMemoryPlanAttrName);
   }
   if (stage == CompileStage::LLVM)
     return true;

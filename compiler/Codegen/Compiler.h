@@ -19,8 +19,20 @@ struct DimBound {
   int64_t min = 0, max = 0;
 };
 
+/// What the code runs on: the CPU (an x86-64 shared object in the
+/// artifact), or NVIDIA GPUs (PTX kernels; no artifact yet).
+enum class Target { Cpu, Cuda };
+
 struct CompileOptions {
+  Target target = Target::Cpu;
   std::string cpu = "native"; // see resolveCpuTarget
+  /// The GPU architecture of Target::Cuda's PTX (CUDA/Pipelines.h).
+  std::string gpuArch = "sm_80";
+  /// With Target::Cpu: the artifact runs the CUDA target's kernels (its
+  /// graph options and loop mapping) on the CPU, each kernel's blocks and
+  /// threads one after another: a check of the GPU lowering that needs no
+  /// GPU (kilnc --gpu-kernels-on-cpu).
+  bool gpuKernelsOnCpu = false;
   /// Bounds of symbolic dims by name (`--dim batch=1:8`). Unlisted symbolic
   /// dims get [0, kDefaultDimMax].
   std::map<std::string, DimBound> dimBounds;
@@ -36,7 +48,9 @@ struct CompileOptions {
 inline constexpr int64_t kDefaultDimMax = (int64_t(1) << 31) - 1;
 
 /// How far to compile; the module holds the IR of the last stage run.
-/// Optimized is kiln IR after the graph optimizations.
+/// Optimized is kiln IR after the graph optimizations. For Target::Cuda,
+/// LLVM is the last stage: host code on memrefs and a gpu.binary of PTX
+/// (kernelAssembly in CUDA/Pipelines.h reads it).
 enum class CompileStage { Optimized, Linalg, LLVM, Artifact };
 
 /// Compiles `module` (kiln IR with entry function @main) up to `stage`.

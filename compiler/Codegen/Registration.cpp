@@ -1,5 +1,7 @@
 //===- Registration.cpp - Code generation for kiln-opt and kilnc ----------===//
 #include "compiler/Codegen/Registration.h"
+#include "compiler/Codegen/CUDA/Passes.h"
+#include "compiler/Codegen/CUDA/Pipelines.h"
 #include "compiler/Codegen/Common/Passes.h"
 #include "compiler/Codegen/Common/Pipelines.h"
 #include "compiler/Codegen/LLVMCPU/Passes.h"
@@ -18,6 +20,7 @@ namespace kiln {
 void registerKilnCodegenPasses() {
   registerKilnCodegenCommonPasses();
   registerKilnCodegenLLVMCPUPasses();
+  registerKilnCodegenCUDAPasses();
 }
 
 void registerKilnPipelines() {
@@ -29,6 +32,10 @@ void registerKilnPipelines() {
       "kiln-lower-to-llvm-cpu",
       "Lowers linalg on tensors to the LLVM dialect for the CPU runtime",
       [](OpPassManager &pm) { buildLLVMCPULoweringPipeline(pm); });
+  PassPipelineRegistration<>(
+      "kiln-lower-to-cuda",
+      "Lowers linalg on tensors to host code on memrefs and PTX kernels for sm_80",
+      [](OpPassManager &pm) { buildCudaLoweringPipeline(pm, "sm_80"); });
 }
 
 void registerCodegenDialects(DialectRegistry &registry) {

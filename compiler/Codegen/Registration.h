@@ -15,7 +15,7 @@ namespace kiln {
 void registerKilnCodegenPasses();
 
 /// The pipelines as kiln-opt pipelines: kiln-lower-to-tensors (every target)
-/// and kiln-lower-to-llvm-cpu.
+/// kiln-lower-to-llvm-cpu and kiln-lower-to-cuda.
 void registerKilnPipelines();
 
 /// Every dialect, interface model and LLVM translation that code generation

@@ -9,8 +9,12 @@ check fails when a listed pass no longer passes, when a listed skip now passes
 (so the list stays true), or when a test is missing from the list.
 
 usage: run_conformance.py KILNC KILN_RUN WORK_DIR [--update] [--only SUBSTRING]
+                          [--gpu-kernels-on-cpu]
   --update  rewrite node_tests.txt from this run, keeping the written reasons
             of skips that still fail
+  --gpu-kernels-on-cpu  compile with kilnc --gpu-kernels-on-cpu (the CUDA
+            target's kernels, run on the CPU): every test listed `pass` must
+            pass that way too (a listed skip is not checked)
 """
 
 import concurrent.futures
@@ -86,12 +90,12 @@ def compare(expected, actual):
     return None
 
 
-def run_test(kilnc, kiln_run, test_dir, work_dir):
+def run_test(kilnc, kiln_run, test_dir, work_dir, kilnc_options):
     """Returns None when the test passes, else a one-line reason."""
     name = os.path.basename(test_dir)
     model_path = os.path.join(test_dir, "model.onnx")
     artifact = os.path.join(work_dir, name + ".kiln")
-    result = subprocess.run([kilnc, model_path, "-o", artifact],
+    result = subprocess.run([kilnc, model_path, "-o", artifact, *kilnc_options],
                             capture_output=True, text=True, timeout=300)
     if result.returncode != 0:
         return reason_of(result.stderr)
@@ -161,6 +165,10 @@ def write_list(results, previous):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     update = "--update" in sys.argv
+    gpu_kernels = "--gpu-kernels-on-cpu" in sys.argv
+    if update and gpu_kernels:
+        sys.exit("--update records the CPU build's results; drop --gpu-kernels-on-cpu")
+    kilnc_options = ["--gpu-kernels-on-cpu"] if gpu_kernels else []
     only = None
     if "--only" in sys.argv:
         only = sys.argv[sys.argv.index("--only") + 1]
@@ -170,11 +178,11 @@ def main():
     generate(data_dir)
     node_dir = os.path.join(data_dir, "node")
     tests = sorted(t for t in os.listdir(node_dir) if not only or only in t)
-    artifacts = os.path.join(work_dir, "artifacts")
+    artifacts = os.path.join(work_dir, "gpu_kernels" if gpu_kernels else "artifacts")
     os.makedirs(artifacts, exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {t: pool.submit(run_test, kilnc, kiln_run,
-                                  os.path.join(node_dir, t), artifacts) for t in tests}
+        futures = {t: pool.submit(run_test, kilnc, kiln_run, os.path.join(node_dir, t),
+                                  artifacts, kilnc_options) for t in tests}
         results = {t: f.result() for t, f in futures.items()}
 
     previous = read_list()
@@ -188,7 +196,7 @@ def main():
                             f"({'passes' if reason is None else reason})")
         elif listed == "pass" and reason is not None:
             problems.append(f"{name}: listed as pass, now fails: {reason}")
-        elif listed != "pass" and reason is None:
+        elif listed != "pass" and reason is None and not gpu_kernels:
             problems.append(f"{name}: listed as skip, now passes: update the list")
     passed = sum(1 for r in results.values() if r is None)
     print(f"{passed} of {len(results)} node tests pass")

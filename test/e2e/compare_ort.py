@@ -1,8 +1,11 @@
 """Runs every models/ export through kiln and through ONNX Runtime on the same
 random inputs and requires max |kiln - ORT| / max |ORT| <= 1e-4 on every
 output. Decoders run with past length 0 and > 0. Kiln compiles each model
-four times: with every optimization, with every fusion off, with memory
-planning off, and without ONNX's checker and shape inference. Each build declares dim bounds that the largest cases reach, so
+five times: with every optimization, with every fusion off, with memory
+planning off, without ONNX's checker and shape inference, and as the CUDA
+target's kernels run on the CPU (--gpu-kernels-on-cpu: the GPU lowering's
+graph options, device-side fills and loop mapping, checked without a GPU).
+Each build declares dim bounds that the largest cases reach, so
 that planned buffers are as big as the plan allows; the planned and unplanned
 builds must agree within 1e-5. In batches of more than one, the last
 sequence's first keys are padding (attention_mask 0), so that the masks take
@@ -30,12 +33,14 @@ PLANNING_TOLERANCE = 1e-5
 DECODER_CASES = [(1, 1, 0), (2, 7, 0), (1, 1, 5), (3, 4, 9)]
 ENCODER_CASES = [(1, 1, 0), (1, 7, 0), (3, 16, 0)]
 
-# Every optimization on, every fusion off, memory planning off, and without
+# Every optimization on, every fusion off, memory planning off, without
 # the ONNX checker and so without ONNX shape inference (the path every
-# opset-18+ model takes: kiln's own shape refinement alone).
+# opset-18+ model takes: kiln's own shape refinement alone), and the CUDA
+# target's kernels on the CPU.
 VARIANTS = {"fused": [], "unfused": ["--disable=fusion"],
             "unplanned": ["--disable=memory-plan"],
-            "kiln_shapes": ["--skip-onnx-checker"]}
+            "kiln_shapes": ["--skip-onnx-checker"],
+            "gpu_kernels": ["--gpu-kernels-on-cpu"]}
 
 
 def model_cases(model):

@@ -6,12 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/Registration.h"
 #include "compiler/Conversion/Passes.h"
-#include "dialects/Kiln/IR/KilnDialect.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
@@ -23,9 +20,7 @@ int main(int argc, char **argv) {
   kiln::registerKilnPipelines();
   kiln::registerKilnGraphPipeline();
   mlir::DialectRegistry registry;
-  registry.insert<kiln::KilnDialect>();
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
+  kiln::registerCodegenDialects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Kiln optimizer driver\n", registry));
 }

@@ -2,6 +2,7 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
+// kilnc MODEL.onnx --target=cuda [--gpu=sm_90] --emit=ptx -o MODEL.ptx
 // [--disable=fusion,...] [--report=FILE.json]
 // [--quantize=int8|int8-dynamic|int8-weight|int4-weight] [--calibration DIR]
 // [--calibration-method=minmax|percentile] [--accuracy-budget=top1>=0.99,...]
@@ -10,6 +11,7 @@
 // writing the output. The exit code is non-zero on any failure.
 //
 //===----------------------------------------------------------------------===//
+#include "compiler/Codegen/CUDA/Pipelines.h"
 #include "compiler/Codegen/Compiler.h"
 #include "compiler/Codegen/Common/PassReport.h"
 #include "compiler/Codegen/Registration.h"
@@ -43,6 +45,7 @@ enum class EmitKind {
   Linalg,
   LLVM,
   LLVMIR,
+  Ptx,
   Artifact
 };
 
@@ -75,15 +78,40 @@ cl::opt<EmitKind> emitKind(
         clEnumValN(EmitKind::LLVMIR, "llvm-ir",
                    "The optimized LLVM IR that the artifact's code is "
                    "compiled from (alias scopes, vectorized loops)"),
+        clEnumValN(EmitKind::Ptx, "ptx",
+                   "With --target=cuda: the PTX of the model's GPU kernels"),
         clEnumValN(EmitKind::Summary, "summary",
                    "Inputs and outputs with dimension names, and op counts")),
     cl::cat(kilncCategory));
+
+cl::opt<kiln::Target> target(
+    "target", cl::desc("What the code runs on"), cl::init(kiln::Target::Cpu),
+    cl::values(clEnumValN(kiln::Target::Cpu, "x86", "x86-64 CPUs (--cpu picks which)"),
+               clEnumValN(kiln::Target::Cuda, "cuda",
+                          "NVIDIA GPUs: PTX kernels (--gpu picks the architecture); "
+                          "--emit=ptx, linalg or llvm, no artifact yet")),
+    cl::cat(kilncCategory));
+
+cl::opt<std::string> gpuArch(
+    "gpu",
+    cl::desc("With --target=cuda, the GPU architecture of the PTX: sm_80 (the "
+             "default, which newer GPUs' drivers compile on load), sm_90 for "
+             "Hopper, ..."),
+    cl::init("sm_80"), cl::cat(kilncCategory));
 
 cl::opt<std::string> cpu(
     "cpu",
     cl::desc("The CPU to generate code for: native (this machine), x86-64-v3, "
              "x86-64-v4, or another LLVM x86 CPU name"),
     cl::init("native"), cl::cat(kilncCategory));
+
+cl::opt<bool> gpuKernelsOnCpu(
+    "gpu-kernels-on-cpu",
+    cl::desc("With --target=x86, for testing: the artifact runs the CUDA "
+             "target's kernels (its graph options and loop mapping) on the "
+             "CPU, each kernel's blocks and threads one after another, so "
+             "that the GPU lowering's results can be checked without a GPU"),
+    cl::Hidden, cl::cat(kilncCategory));
 
 cl::list<std::string> dimBounds(
     "dim",
@@ -342,7 +370,20 @@ int main(int argc, char **argv) {
   if (emitKind == EmitKind::Auto)
     emitKind = llvm::StringRef(outputPath).ends_with(".kiln") ? EmitKind::Artifact
                                                              : EmitKind::Kiln;
+  if (emitKind == EmitKind::Ptx && target != kiln::Target::Cuda)
+    return failStage("reading the options", "--emit=ptx needs --target=cuda");
+  if (gpuArch.getNumOccurrences() && target != kiln::Target::Cuda)
+    return failStage("reading the options", "--gpu picks the GPU of --target=cuda");
+  if (cpu.getNumOccurrences() && target == kiln::Target::Cuda)
+    return failStage("reading the options", "--cpu picks the CPU of --target=x86");
+  if (gpuKernelsOnCpu && target == kiln::Target::Cuda)
+    return failStage("reading the options",
+                     "--gpu-kernels-on-cpu runs the CUDA target's kernels on "
+                     "--target=x86");
   kiln::CompileOptions compileOptions;
+  compileOptions.target = target;
+  compileOptions.gpuArch = gpuArch;
+  compileOptions.gpuKernelsOnCpu = gpuKernelsOnCpu;
   compileOptions.cpu = cpu;
   compileOptions.compilerVersion = "kilnc " KILN_VERSION;
   std::string optionsError;
@@ -495,8 +536,9 @@ int main(int argc, char **argv) {
   if (emitKind != EmitKind::Kiln) {
     auto stage = emitKind == EmitKind::Optimized ? kiln::CompileStage::Optimized
                  : emitKind == EmitKind::Linalg  ? kiln::CompileStage::Linalg
-                 : emitKind == EmitKind::LLVM    ? kiln::CompileStage::LLVM
-                                                 : kiln::CompileStage::Artifact;
+                 : emitKind == EmitKind::LLVM ||
+                         emitKind == EmitKind::Ptx ? kiln::CompileStage::LLVM
+                                                   : kiln::CompileStage::Artifact;
     kiln::ArtifactContents artifact;
     if (emitKind == EmitKind::LLVMIR)
       compileOptions.optimizedIR = &optimizedIR;
@@ -538,6 +580,8 @@ int main(int argc, char **argv) {
     return failStage("writing the output", openError);
   if (emitKind == EmitKind::LLVMIR) {
     output->os() << optimizedIR;
+  } else if (emitKind == EmitKind::Ptx) {
+    output->os() << kiln::kernelAssembly(*module);
   } else {
     mlir::OpPrintingFlags flags;
     if (elideWeights)

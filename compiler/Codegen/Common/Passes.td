@@ -1,7 +1,8 @@
 //===- Passes.td - Code generation passes of every target ---*- tablegen -*-===//
 //
 // Passes that every target's lowering shares: the entry function's calling
-// convention, elementwise fusion's help, and memory planning.
+// convention, elementwise fusion's help, memory planning, and math
+// without library calls (libm on the CPU, libdevice on the GPU).
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_CODEGEN_COMMON_PASSES_TD
@@ -143,6 +144,31 @@ def PlanMemory : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     "::mlir::arith::ArithDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def ApproximateMath : Pass<"kiln-approximate-math"> {
+  let summary = "Replaces libm calls with vectorizable arithmetic";
+  let description = [{
+    Rewrites powers with constant exponents (x^2, x^3, x^0.5, x^-1, ...) as
+    multiplications, square roots and divisions, and exp, log, tanh, erf, sin,
+    cos and friends on f32 as MLIR's polynomial approximations (accurate to a
+    few ulp). Both keep loop bodies free of calls, so that LLVM can vectorize
+    them; a libm call per element dominated transformer runs before this.
+
+    Example:
+
+    ```mlir
+    %y = math.powf %x, %c3 : f32
+    // becomes
+    %x2 = arith.mulf %x, %x : f32
+    %y = arith.mulf %x2, %x : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 

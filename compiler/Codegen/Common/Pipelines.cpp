@@ -4,6 +4,10 @@
 #include "compiler/Conversion/Passes.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Transforms/Passes.h"
@@ -31,6 +35,28 @@ void buildLinalgLoweringPipeline(OpPassManager &pm, const KernelLowering &lowerK
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void addBufferization(OpPassManager &pm) {
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
+  bufferization::OneShotBufferizationOptions bufferization;
+  bufferization.bufferizeFunctionBoundaries = true;
+  bufferization.setFunctionBoundaryTypeConversion(
+      bufferization::LayoutMapOption::IdentityLayoutMap);
+  bufferization.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
+    b.create<linalg::CopyOp>(loc, from, to);
+    return success();
+  };
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+}
+
+void addBufferPlanning(OpPassManager &pm, const OptimizationOptions &options) {
+  if (options.planMemory)
+    pm.addPass(createPlanMemory());
+  bufferization::buildBufferDeallocationPipeline(
+      pm, bufferization::BufferDeallocationPipelineOptions());
+  pm.addPass(createBufferizationToMemRefPass());
 }
 
 } // namespace kiln

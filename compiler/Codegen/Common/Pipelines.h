@@ -11,7 +11,9 @@
 //        loops, LLVM dialect, kiln_entry        [buildLLVMCPULoweringPipeline,
 //                                                LLVMCPU/Pipelines.h]
 //        then LLVM IR -> x86-64 object -> shared object (LLVMCPU/ObjectEmitter.h)
-//   GPU: (later) bufferization, GPU mapping, NVVM -> PTX, in a room of its own
+//   CUDA: bufferization, memory planning, loops on GPU blocks and threads,
+//         one GPU module, NVVM -> PTX              [buildCudaLoweringPipeline,
+//                                                    CUDA/Pipelines.h]
 //
 // This header declares the shared half; compiler/Codegen/Registration.h
 // registers both halves and the dialects with kiln-opt and kilnc.
@@ -43,6 +45,17 @@ void buildTensorLoweringPipeline(mlir::OpPassManager &pm, const KernelLowering &
 /// (kiln-page-kv-cache) that the artifact's manifest describes.
 void buildLinalgLoweringPipeline(mlir::OpPassManager &pm, const KernelLowering &lowerKernels,
                                  const OptimizationOptions &options = {});
+
+/// One-shot bufferization as every target runs it, after the tensor
+/// lowering: empty tensors eliminated, function boundaries bufferized with
+/// identity layouts, and copies as linalg.copy (loops like any other op,
+/// rather than calls of MLIR's runner library, which no runtime ships).
+void addBufferization(mlir::OpPassManager &pm);
+
+/// After bufferization: memory planning (when `options` asks for it),
+/// deallocation of what is left on the heap, and bufferization's ops
+/// lowered to memref.
+void addBufferPlanning(mlir::OpPassManager &pm, const OptimizationOptions &options);
 
 } // namespace kiln
 

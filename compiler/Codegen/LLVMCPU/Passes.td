@@ -1,8 +1,8 @@
 //===- Passes.td - The CPU target's code generation passes ---*- tablegen -*-===//
 //
-// Passes of the CPU target's tail (LLVMCPU): math made vectorizable, GEMMs
-// as calls of the runtime's microkernels, failed checks as traps, and the
-// kiln_entry entry point.
+// Passes of the CPU target's tail (LLVMCPU): GEMMs as calls of the
+// runtime's microkernels, failed checks as traps, and the kiln_entry entry
+// point.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KILN_COMPILER_CODEGEN_LLVMCPU_PASSES_TD
@@ -30,31 +30,6 @@ def LowerToKernelCalls : Pass<"kiln-lower-to-cpu-kernels", "mlir::ModuleOp"> {
     "::mlir::cf::ControlFlowDialect", "::mlir::func::FuncDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect"
-  ];
-}
-
-def ApproximateMath : Pass<"kiln-approximate-math"> {
-  let summary = "Replaces libm calls with vectorizable arithmetic";
-  let description = [{
-    Rewrites powers with constant exponents (x^2, x^3, x^0.5, x^-1, ...) as
-    multiplications, square roots and divisions, and exp, log, tanh, erf, sin,
-    cos and friends on f32 as MLIR's polynomial approximations (accurate to a
-    few ulp). Both keep loop bodies free of calls, so that LLVM can vectorize
-    them; a libm call per element dominated transformer runs before this.
-
-    Example:
-
-    ```mlir
-    %y = math.powf %x, %c3 : f32
-    // becomes
-    %x2 = arith.mulf %x, %x : f32
-    %y = arith.mulf %x2, %x : f32
-    ```
-  }];
-  let dependentDialects = [
-    "::mlir::arith::ArithDialect",
-    "::mlir::math::MathDialect",
-    "::mlir::vector::VectorDialect",
   ];
 }
 

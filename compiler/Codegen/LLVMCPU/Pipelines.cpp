@@ -1,12 +1,10 @@
 //===- Pipelines.cpp - The CPU target's lowering --------------------------===//
 #include "compiler/Codegen/LLVMCPU/Pipelines.h"
+#include "compiler/Codegen/Common/Pipelines.h"
 #include "compiler/Codegen/LLVMCPU/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
-#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
-#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -21,28 +19,16 @@ void addLLVMCPUKernelLowering(OpPassManager &pm) { pm.addPass(createLowerToKerne
 void buildLLVMCPULoweringPipeline(OpPassManager &pm,
                                   const OptimizationOptions &options) {
   pm.addPass(createApproximateMath());
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  pm.addPass(bufferization::createEmptyTensorToAllocTensorPass());
-  bufferization::OneShotBufferizationOptions bufferization;
-  bufferization.bufferizeFunctionBoundaries = true;
-  bufferization.setFunctionBoundaryTypeConversion(
-      bufferization::LayoutMapOption::IdentityLayoutMap);
-  // Copies become loops like any other linalg op, rather than calls to MLIR's
-  // runner library, which the runtime does not ship.
-  bufferization.memCpyFn = [](OpBuilder &b, Location loc, Value from, Value to) {
-    b.create<linalg::CopyOp>(loc, from, to);
-    return success();
-  };
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferization));
+  addBufferization(pm);
   pm.addPass(createCanonicalizerPass());
   // From here on no pass may move or merge ops across the plan's positions:
   // the arena's alias scopes (ArenaAliasScopes.h) take each loop nest for
   // one op whose buffers are all live at once.
-  if (options.planMemory)
-    pm.addPass(createPlanMemory());
-  bufferization::buildBufferDeallocationPipeline(
-      pm, bufferization::BufferDeallocationPipelineOptions());
-  pm.addPass(createBufferizationToMemRefPass());
+  addBufferPlanning(pm, options);
+  addLLVMCPULoopLowering(pm);
+}
+
+void addLLVMCPULoopLowering(OpPassManager &pm) {
   pm.addPass(createLinalgToUkernels());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());

@@ -18,6 +18,12 @@ void addLLVMCPUKernelLowering(mlir::OpPassManager &pm);
 void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,
                                   const OptimizationOptions &options = {});
 
+/// Its second half, from memrefs to the LLVM dialect: products as
+/// microkernel calls, every other op and loop as loops, failed checks as
+/// traps, and the kiln_entry entry point. It also lowers the CUDA target's
+/// kernels run on the CPU (CUDA/Pipelines.h, addCudaKernelMapping).
+void addLLVMCPULoopLowering(mlir::OpPassManager &pm);
+
 } // namespace kiln
 
 #endif // KILN_COMPILER_CODEGEN_LLVMCPU_PIPELINES_H

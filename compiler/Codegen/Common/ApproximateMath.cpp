@@ -1,12 +1,12 @@
 //===- ApproximateMath.cpp - The kiln-approximate-math pass ---------------===//
-#include "compiler/Codegen/LLVMCPU/Passes.h"
+#include "compiler/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_APPROXIMATEMATH
-#include "compiler/Codegen/LLVMCPU/Passes.h.inc"
+#include "compiler/Codegen/Common/Passes.h.inc"
 
 namespace {
 

@@ -1,0 +1,61 @@
+//===- KernelChecksToFlag.cpp - The kiln-kernel-checks-to-flag pass -------===//
+#include "compiler/Codegen/CUDA/Passes.h"
+#include "compiler/Codegen/CUDA/Pipelines.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_KERNELCHECKSTOFLAG
+#include "compiler/Codegen/CUDA/Passes.h.inc"
+
+namespace {
+
+struct KernelChecksToFlagPass : public impl::KernelChecksToFlagBase<KernelChecksToFlagPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    OpBuilder builder(ctx);
+    auto flagType = MemRefType::get({}, builder.getI32Type());
+    SmallVector<Attribute> messages;
+    llvm::StringMap<int32_t> numbers;
+    for (auto kernels : module.getOps<gpu::GPUModuleOp>()) {
+      SmallVector<cf::AssertOp> checks;
+      kernels.walk([&](cf::AssertOp check) { checks.push_back(check); });
+      if (checks.empty())
+        continue;
+      if (!kernels.lookupSymbol(kKernelCheckSymbol)) {
+        builder.setInsertionPointToStart(kernels.getBody());
+        builder.create<memref::GlobalOp>(
+            kernels.getLoc(), kKernelCheckSymbol, /*sym_visibility=*/StringAttr(),
+            flagType, DenseElementsAttr::get(RankedTensorType::get({}, builder.getI32Type()),
+                                             builder.getI32IntegerAttr(0).getValue()),
+            /*constant=*/false, /*alignment=*/IntegerAttr());
+      }
+      for (cf::AssertOp check : checks) {
+        auto [entry, added] = numbers.try_emplace(check.getMsg(), messages.size() + 1);
+        if (added)
+          messages.push_back(check.getMsgAttr());
+        Location loc = check.getLoc();
+        Block *before = check->getBlock();
+        Block *after = before->splitBlock(check->getNextNode());
+        Block *failed = new Block();
+        failed->insertBefore(after);
+        builder.setInsertionPointToEnd(failed);
+        Value number = builder.create<arith::ConstantIntOp>(loc, entry->second, 32);
+        Value flag = builder.create<memref::GetGlobalOp>(loc, flagType, kKernelCheckSymbol);
+        builder.create<memref::StoreOp>(loc, number, flag, ValueRange{});
+        builder.create<gpu::ReturnOp>(loc);
+        builder.setInsertionPoint(check);
+        builder.create<cf::CondBranchOp>(loc, check.getArg(), after, failed);
+        check.erase();
+      }
+    }
+    if (!messages.empty())
+      module->setAttr(kKernelChecksAttrName, builder.getArrayAttr(messages));
+  }
+};
+
+} // namespace
+} // namespace kiln

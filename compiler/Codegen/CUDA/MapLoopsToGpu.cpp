@@ -1,0 +1,139 @@
+//===- MapLoopsToGpu.cpp - The kiln-map-loops-to-gpu pass -----------------===//
+#include "compiler/Codegen/CUDA/Passes.h"
+
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <numeric>
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_MAPLOOPSTOGPU
+#include "compiler/Codegen/CUDA/Passes.h.inc"
+
+namespace {
+
+gpu::ParallelLoopDimMappingAttr processor(MLIRContext *ctx, gpu::Processor which) {
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+  return gpu::ParallelLoopDimMappingAttr::get(ctx, which, identity, identity);
+}
+
+/// Lowers each linalg op and memref.copy of `func` to a nest of
+/// scf.parallel (its parallel dims) around scf.for (its reductions). An op without loops
+/// (its operands all rank 0) first gets a parallel loop of one iteration,
+/// for its body to run on the GPU too.
+LogicalResult lowerToParallelLoops(func::FuncOp func, IRRewriter &rewriter) {
+  // memref.copy (what the deallocation pipeline's clones become) would be a
+  // memcpy on the host; as linalg.copy it is a kernel like any other op.
+  SmallVector<memref::CopyOp> copies;
+  func.walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+  for (memref::CopyOp copy : copies) {
+    rewriter.setInsertionPoint(copy);
+    rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(), copy.getTarget());
+  }
+  SmallVector<linalg::LinalgOp> ops;
+  func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  for (linalg::LinalgOp op : ops) {
+    Location loc = op.getLoc();
+    if (!op.hasPureBufferSemantics())
+      return op->emitOpError("is not on buffers: bufferize before kiln-map-loops-to-gpu");
+    if (op.getNumLoops() == 0) {
+      rewriter.setInsertionPoint(op);
+      Value zero = rewriter.create<arith::ConstantIndexOp>(loc, 0);
+      Value one = rewriter.create<arith::ConstantIndexOp>(loc, 1);
+      auto loop = rewriter.create<scf::ParallelOp>(loc, ValueRange{zero},
+                                                   ValueRange{one}, ValueRange{one});
+      rewriter.moveOpBefore(op, loop.getBody()->getTerminator());
+    }
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
+      return op->emitOpError("could not be lowered to loops");
+    rewriter.eraseOp(op);
+  }
+  return success();
+}
+
+/// Gives `loop` its own memref.get_global of each global it reads: the
+/// kernel it becomes then reads the global's copy in its GPU module
+/// (gpu-kernel-outlining copies the symbols a kernel uses), not the host's.
+void readGlobalsInside(scf::ParallelOp loop, IRRewriter &rewriter) {
+  llvm::DenseMap<Value, Value> inside;
+  loop.getBody()->walk([&](Operation *op) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto global = operand.get().getDefiningOp<memref::GetGlobalOp>();
+      if (!global || loop->isAncestor(global))
+        continue;
+      Value &copy = inside[global];
+      if (!copy) {
+        rewriter.setInsertionPointToStart(loop.getBody());
+        copy = rewriter.clone(*global)->getResult(0);
+      }
+      operand.set(copy);
+    }
+  });
+  for (auto [global, copy] : inside)
+    if (global.use_empty())
+      rewriter.eraseOp(global.getDefiningOp());
+}
+
+struct MapLoopsToGpuPass : public impl::MapLoopsToGpuBase<MapLoopsToGpuPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (blockSize < 1 || blockSize > 1024) {
+      func.emitError("kiln-map-loops-to-gpu: block-size must be in [1, 1024], not ")
+          << blockSize;
+      return signalPassFailure();
+    }
+    IRRewriter rewriter(ctx);
+    auto outermostLoops = [&] {
+      SmallVector<scf::ParallelOp> loops;
+      func.walk([&](scf::ParallelOp loop) {
+        if (!loop->getParentOfType<scf::ParallelOp>())
+          loops.push_back(loop);
+      });
+      return loops;
+    };
+
+    if (failed(lowerToParallelLoops(func, rewriter)))
+      return signalPassFailure();
+
+    for (scf::ParallelOp loop : outermostLoops()) {
+      if (!loop.getInitVals().empty()) {
+        loop.emitOpError("reduces across its iterations, which kiln does not "
+                         "map onto GPU threads");
+        return signalPassFailure();
+      }
+      readGlobalsInside(loop, rewriter);
+      if (loop.getNumLoops() > 1) {
+        std::vector<unsigned> dims(loop.getNumLoops());
+        std::iota(dims.begin(), dims.end(), 0);
+        rewriter.setInsertionPoint(loop);
+        collapseParallelLoops(rewriter, loop, {dims});
+      }
+    }
+    for (scf::ParallelOp loop : outermostLoops()) {
+      auto [blocks, threads] =
+          scf::tileParallelLoop(loop, {blockSize}, /*noMinMaxBounds=*/true);
+      // A loop nested in the block's body (a linalg op's inner parallel
+      // dims never are; a reduction's are scf.for) runs in its thread.
+      threads.getBody()->walk([&](scf::ParallelOp nested) {
+        SmallVector<gpu::ParallelLoopDimMappingAttr> sequential(
+            nested.getNumLoops(), processor(ctx, gpu::Processor::Sequential));
+        (void)gpu::setMappingAttr(nested, sequential);
+      });
+      if (failed(gpu::setMappingAttr(blocks, {processor(ctx, gpu::Processor::BlockX)})) ||
+          failed(gpu::setMappingAttr(threads, {processor(ctx, gpu::Processor::ThreadX)})))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace kiln

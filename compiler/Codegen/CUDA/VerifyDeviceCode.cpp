@@ -1,0 +1,84 @@
+//===- VerifyDeviceCode.cpp - The kiln-verify-device-code pass ------------===//
+#include "compiler/Codegen/CUDA/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+
+namespace kiln {
+#define GEN_PASS_DEF_VERIFYDEVICECODE
+#include "compiler/Codegen/CUDA/Passes.h.inc"
+
+namespace {
+
+/// Whether `memref` is in host memory: on its stack or a global of the host
+/// module (a constant), directly or through views.
+bool inHostMemory(Value memref) {
+  while (Operation *def = memref.getDefiningOp()) {
+    if (isa<memref::AllocaOp, memref::GetGlobalOp>(def))
+      return true;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    memref = view.getViewSource();
+  }
+  return false;
+}
+
+/// The host code may touch only its own memory; every other buffer is in
+/// device memory, which is all that the kernels may be given.
+LogicalResult verifyHostCode(Operation *host) {
+  WalkResult result = host->walk([](Operation *op) {
+    if (isa<gpu::GPUModuleOp>(op))
+      return WalkResult::skip();
+    if (auto launch = dyn_cast<gpu::LaunchFuncOp>(op))
+      for (Value operand : launch.getKernelOperands())
+        if (isa<MemRefType>(operand.getType()) && inHostMemory(operand)) {
+          launch.emitOpError("gives a kernel a buffer in host memory");
+          return WalkResult::interrupt();
+        }
+    Value touched;
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      touched = load.getMemRef();
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      touched = store.getMemRef();
+    else if (auto reshape = dyn_cast<memref::ReshapeOp>(op))
+      touched = reshape.getShape(); // read by the host for the result's sizes
+    if (touched && !inHostMemory(touched)) {
+      op->emitOpError("touches device memory from the host: the GPU target "
+                      "runs every read and write of a buffer in a kernel");
+      return WalkResult::interrupt();
+    }
+    if (isa<linalg::LinalgOp, scf::ParallelOp, memref::CopyOp>(op)) {
+      op->emitOpError("was left on the host: the GPU target runs it in no kernel");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+/// A kernel may call only functions its module defines: kiln links no
+/// device library (CUDA's libdevice).
+LogicalResult verifyKernelCalls(gpu::GPUModuleOp kernels) {
+  for (auto function : kernels.getOps<LLVM::LLVMFuncOp>())
+    if (function.isExternal())
+      return function.emitOpError("is called by a kernel but defined in no "
+                                  "kernel module: it comes from CUDA's libdevice, "
+                                  "which kiln does not link");
+  return success();
+}
+
+struct VerifyDeviceCodePass : public impl::VerifyDeviceCodeBase<VerifyDeviceCodePass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(verifyHostCode(module)))
+      return signalPassFailure();
+    for (auto kernels : module.getOps<gpu::GPUModuleOp>())
+      if (failed(verifyKernelCalls(kernels)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kiln
