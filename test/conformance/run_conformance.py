@@ -15,8 +15,15 @@ usage: run_conformance.py KILNC KILN_RUN WORK_DIR [--update] [--only SUBSTRING]
   --gpu-kernels-on-cpu  compile with kilnc --gpu-kernels-on-cpu (the CUDA
             target's kernels, run on the CPU): every test listed `pass` must
             pass that way too (a listed skip is not checked)
+  --ptx PTXAS  compile every test listed `pass` for the GPU (kilnc
+            --target=cuda --emit=ptx) and assemble its PTX with PTXAS for
+            sm_80. kilnc may refuse a test, with an error that says why
+            (what the CUDA target cannot do yet, counted by reason), but
+            must not crash, ptxas must accept every PTX it writes, and at
+            least MIN_PTX tests must compile (without PTXAS: exit 77, skipped)
 """
 
+import collections
 import concurrent.futures
 import os
 import re
@@ -37,6 +44,10 @@ from onnx import numpy_helper  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIST = os.path.join(HERE, "node_tests.txt")
 RTOL, ATOL = 1e-3, 1e-7
+# How many of the passing node tests --ptx must see compile for the GPU: a
+# floor against regressions that turn kernels into refusals, to raise as
+# the CUDA target learns what it refuses today.
+MIN_PTX = 530
 
 
 def generate(data_dir):
@@ -127,6 +138,44 @@ def run_test(kilnc, kiln_run, test_dir, work_dir, kilnc_options):
     return None
 
 
+def compile_ptx(kilnc, ptxas, test_dir, work_dir):
+    """Returns ("ptx", None), ("refused", reason) or ("broken", reason)."""
+    name = os.path.basename(test_dir)
+    ptx = os.path.join(work_dir, name + ".ptx")
+    result = subprocess.run([kilnc, os.path.join(test_dir, "model.onnx"), "--target=cuda",
+                             "--emit=ptx", "-o", ptx],
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode == 1 and result.stderr.startswith("kilnc: error: "):
+        reason = re.sub(r'loc\(.*?\)\)?: ', "", first_line(result.stderr))
+        return "refused", re.sub(r"^kilnc: error: compilation failed: ", "", reason)[:120]
+    if result.returncode != 0:
+        return "broken", f"kilnc exited with {result.returncode}: {first_line(result.stderr)}"
+    result = subprocess.run([ptxas, "-arch=sm_80", ptx, "-o", os.devnull],
+                            capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        return "broken", f"ptxas: {first_line(result.stderr)}"
+    return "ptx", None
+
+
+def check_ptx(kilnc, ptxas, node_dir, tests, work_dir):
+    """The --ptx mode: returns the exit status."""
+    passing = [t for t in tests if read_list().get(t) == "pass"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(passing, pool.map(
+            lambda t: compile_ptx(kilnc, ptxas, os.path.join(node_dir, t), work_dir), passing)))
+    by_reason = collections.Counter(r for kind, r in results.values() if kind == "refused")
+    broken = sorted((t, r) for t, (kind, r) in results.items() if kind == "broken")
+    ptx = sum(1 for kind, _ in results.values() if kind == "ptx")
+    print(f"{ptx} of the {len(passing)} node tests that pass compile to PTX that "
+          f"ptxas accepts (at least {MIN_PTX} must); {sum(by_reason.values())} "
+          f"refused, {len(broken)} broken")
+    for reason, count in by_reason.most_common():
+        print(f"refused {count}: {reason}")
+    for name, reason in broken:
+        print(f"BROKEN: {name}: {reason}")
+    return 1 if broken or ptx < MIN_PTX else 0
+
+
 def read_list():
     entries = {}
     if not os.path.exists(LIST):
@@ -169,6 +218,14 @@ def main():
     if update and gpu_kernels:
         sys.exit("--update records the CPU build's results; drop --gpu-kernels-on-cpu")
     kilnc_options = ["--gpu-kernels-on-cpu"] if gpu_kernels else []
+    ptxas = None
+    if "--ptx" in sys.argv:
+        ptxas = sys.argv[sys.argv.index("--ptx") + 1]
+        args.remove(ptxas)
+        if not os.access(ptxas, os.X_OK):
+            print(f"SKIPPED: no ptxas at {ptxas} (CUDA's PTX assembler), so the "
+                  "PTX cannot be checked")
+            return 77
     only = None
     if "--only" in sys.argv:
         only = sys.argv[sys.argv.index("--only") + 1]
@@ -178,8 +235,11 @@ def main():
     generate(data_dir)
     node_dir = os.path.join(data_dir, "node")
     tests = sorted(t for t in os.listdir(node_dir) if not only or only in t)
-    artifacts = os.path.join(work_dir, "gpu_kernels" if gpu_kernels else "artifacts")
+    artifacts = os.path.join(work_dir, "gpu_kernels" if gpu_kernels else
+                             "ptx" if ptxas else "artifacts")
     os.makedirs(artifacts, exist_ok=True)
+    if ptxas:
+        return check_ptx(kilnc, ptxas, node_dir, tests, artifacts)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {t: pool.submit(run_test, kilnc, kiln_run, os.path.join(node_dir, t),
                                   artifacts, kilnc_options) for t in tests}

@@ -22,6 +22,10 @@ template <typename IntrinsicOp> Replacement intrinsic() {
   };
 }
 
+Value remainder(OpBuilder &b, Location loc, ValueRange args) {
+  return b.create<LLVM::FRemOp>(loc, args[0], args[1]);
+}
+
 Value reciprocalSquareRoot(OpBuilder &b, Location loc, ValueRange args) {
   Type type = args.front().getType();
   Value one = b.create<LLVM::ConstantOp>(loc, type, b.getFloatAttr(type, 1.0));
@@ -45,6 +49,7 @@ const llvm::StringMap<Replacement> &replacements() {
         {"__nv_fmaxf", intrinsic<LLVM::MaxNumOp>()},
         {"__nv_copysignf", intrinsic<LLVM::CopySignOp>()},
         {"__nv_rsqrtf", reciprocalSquareRoot},
+        {"__nv_fmodf", remainder},
     };
     llvm::StringMap<Replacement> both;
     for (const auto &entry : byF32Name) {

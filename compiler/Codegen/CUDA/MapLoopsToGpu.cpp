@@ -23,9 +23,10 @@ gpu::ParallelLoopDimMappingAttr processor(MLIRContext *ctx, gpu::Processor which
 }
 
 /// Lowers each linalg op and memref.copy of `func` to a nest of
-/// scf.parallel (its parallel dims) around scf.for (its reductions). An op without loops
-/// (its operands all rank 0) first gets a parallel loop of one iteration,
-/// for its body to run on the GPU too.
+/// scf.parallel (its parallel dims) around scf.for (its reductions). An op
+/// with no parallel loop (on rank-0 buffers, or a reduction of everything
+/// to one value) first gets a parallel loop of one iteration, for its body
+/// to run on the GPU too.
 LogicalResult lowerToParallelLoops(func::FuncOp func, IRRewriter &rewriter) {
   // memref.copy (what the deallocation pipeline's clones become) would be a
   // memcpy on the host; as linalg.copy it is a kernel like any other op.
@@ -38,10 +39,29 @@ LogicalResult lowerToParallelLoops(func::FuncOp func, IRRewriter &rewriter) {
   SmallVector<linalg::LinalgOp> ops;
   func.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
   for (linalg::LinalgOp op : ops) {
+    // Parallel dims first, so that they all map onto threads and each
+    // thread reduces on its own (a reduction between two parallel dims
+    // would otherwise leave the inner ones to run one after another).
+    if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+      SmallVector<unsigned> parallelFirst;
+      for (auto [dim, iterator] : llvm::enumerate(generic.getIteratorTypesArray()))
+        if (iterator == utils::IteratorType::parallel)
+          parallelFirst.push_back(dim);
+      for (auto [dim, iterator] : llvm::enumerate(generic.getIteratorTypesArray()))
+        if (iterator != utils::IteratorType::parallel)
+          parallelFirst.push_back(dim);
+      if (!llvm::equal(parallelFirst, llvm::seq<unsigned>(0, parallelFirst.size()))) {
+        FailureOr<linalg::GenericOp> interchanged =
+            linalg::interchangeGenericOp(rewriter, generic, parallelFirst);
+        if (failed(interchanged))
+          return generic->emitOpError("could not put its parallel dims first");
+        op = *interchanged;
+      }
+    }
     Location loc = op.getLoc();
     if (!op.hasPureBufferSemantics())
       return op->emitOpError("is not on buffers: bufferize before kiln-map-loops-to-gpu");
-    if (op.getNumLoops() == 0) {
+    if (op.getNumParallelLoops() == 0) {
       rewriter.setInsertionPoint(op);
       Value zero = rewriter.create<arith::ConstantIndexOp>(loc, 0);
       Value one = rewriter.create<arith::ConstantIndexOp>(loc, 1);
@@ -54,6 +74,24 @@ LogicalResult lowerToParallelLoops(func::FuncOp func, IRRewriter &rewriter) {
       return op->emitOpError("could not be lowered to loops");
     rewriter.eraseOp(op);
   }
+  return success();
+}
+
+/// Replaces `loop` by a nest of scf.for over the same iterations.
+LogicalResult runInOrder(scf::ParallelOp loop, IRRewriter &rewriter) {
+  if (!loop.getInitVals().empty())
+    return loop.emitOpError("reduces across its iterations, which kiln does not "
+                            "run inside a GPU thread");
+  rewriter.setInsertionPoint(loop);
+  scf::LoopNest fors = scf::buildLoopNest(rewriter, loop.getLoc(), loop.getLowerBound(),
+                                          loop.getUpperBound(), loop.getStep());
+  SmallVector<Value> inductionVars;
+  for (scf::ForOp loopOfDim : fors.loops)
+    inductionVars.push_back(loopOfDim.getInductionVar());
+  rewriter.eraseOp(loop.getBody()->getTerminator());
+  rewriter.inlineBlockBefore(loop.getBody(), fors.loops.back().getBody()->getTerminator(),
+                             inductionVars);
+  rewriter.eraseOp(loop);
   return success();
 }
 
@@ -121,13 +159,13 @@ struct MapLoopsToGpuPass : public impl::MapLoopsToGpuBase<MapLoopsToGpuPass> {
     for (scf::ParallelOp loop : outermostLoops()) {
       auto [blocks, threads] =
           scf::tileParallelLoop(loop, {blockSize}, /*noMinMaxBounds=*/true);
-      // A loop nested in the block's body (a linalg op's inner parallel
-      // dims never are; a reduction's are scf.for) runs in its thread.
-      threads.getBody()->walk([&](scf::ParallelOp nested) {
-        SmallVector<gpu::ParallelLoopDimMappingAttr> sequential(
-            nested.getNumLoops(), processor(ctx, gpu::Processor::Sequential));
-        (void)gpu::setMappingAttr(nested, sequential);
-      });
+      // A parallel loop nested in the thread's body (a named op's parallel
+      // dims after a reduction) runs in that thread, as a nest of fors.
+      SmallVector<scf::ParallelOp> nested;
+      threads.getBody()->walk([&](scf::ParallelOp loop) { nested.push_back(loop); });
+      for (scf::ParallelOp loop : nested)
+        if (failed(runInOrder(loop, rewriter)))
+          return signalPassFailure();
       if (failed(gpu::setMappingAttr(blocks, {processor(ctx, gpu::Processor::BlockX)})) ||
           failed(gpu::setMappingAttr(threads, {processor(ctx, gpu::Processor::ThreadX)})))
         return signalPassFailure();

@@ -16,8 +16,13 @@ struct MergeGpuModulesPass : public impl::MergeGpuModulesBase<MergeGpuModulesPas
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> kernelModules(module.getOps<gpu::GPUModuleOp>());
-    if (kernelModules.empty())
+    if (kernelModules.empty()) {
+      // Everything was folded away: an empty module still makes valid PTX.
+      auto builder = OpBuilder::atBlockEnd(module.getBody());
+      builder.create<gpu::GPUModuleOp>(module.getLoc(), kKernelModuleName);
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), builder.getUnitAttr());
       return;
+    }
     gpu::GPUModuleOp merged = kernelModules.front();
     SymbolTable symbols(module);
     if (merged.getName() != kKernelModuleName &&

@@ -69,13 +69,16 @@ def MapLoopsToGpu : Pass<"kiln-map-loops-to-gpu", "mlir::func::FuncOp"> {
     Runs after bufferization. Each linalg op (and each `memref.copy`, as
     `linalg.copy`) becomes one `scf.parallel`
     over its parallel dims, with its reductions as `scf.for` inside it
-    (`linalg::linalgOpToParallelLoops`); an op with no loops (its operands
-    all rank 0) gets a parallel loop of one iteration, so that its body
+    (`linalg::linalgOpToParallelLoops`); an op with no parallel loop (on
+    rank-0 buffers, or a reduction of everything to one value) gets a
+    parallel loop of one iteration, so that its body
     too runs on the GPU. Each such `scf.parallel` is collapsed into one
     dim, which is then cut into blocks of `block-size` iterations: the
     blocks map to `block_x` and the iterations within a block to
-    `thread_x`, a guard skipping the last block's surplus threads. A loop
-    nested in it stays sequential in its thread. A constant global that
+    `thread_x`, a guard skipping the last block's surplus threads. A
+    generic's parallel dims are put first, so that they all map onto
+    threads and each thread reduces on its own; a parallel loop still
+    nested in a thread's body runs in it, as a nest of `scf.for`. A constant global that
     the loop reads is read inside it, so that its kernel reads the copy in
     its GPU module (`gpu-kernel-outlining` copies it there), not the
     host's. `convert-parallel-loops-to-gpu` then makes one `gpu.launch` of
@@ -109,7 +112,8 @@ def MergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
     each module would be serialized, and loaded by the driver, apart. This
     pass moves every kernel into the first module, renamed
     `kiln_kernels`, and points each `gpu.launch_func` at it: one PTX module
-    for the whole model, loaded once.
+    for the whole model, loaded once. A model without kernels (its outputs
+    folded to constants) gets an empty one, whose PTX is still a module.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
@@ -151,7 +155,8 @@ def LibdeviceToIntrinsics : Pass<"kiln-libdevice-to-intrinsics", "mlir::gpu::GPU
     libdevice: the calls whose function the NVPTX backend selects as one
     PTX instruction become that LLVM intrinsic (square root, absolute
     value, floor, ceiling, truncation, rounding, FMA, min, max, copysign),
-    `__nv_rsqrtf` becomes a division by the square root, and the
+    `__nv_rsqrtf` becomes a division by the square root, `__nv_fmodf` an
+    `frem` (which the backend expands), and the
     declarations left without a call are erased. The transcendental
     functions never get here: `kiln-approximate-math` made them
     polynomials. What is left is reported by `kiln-verify-device-code`.
@@ -176,7 +181,8 @@ def VerifyDeviceCode : Pass<"kiln-verify-device-code", "mlir::ModuleOp"> {
       op was left on the host; or where a kernel is given a host buffer;
     - a kernel calls a function it does not define: a math function that
       only CUDA's libdevice provides, which kiln does not link (kernels use
-      `kiln-approximate-math`'s polynomials instead).
+      `kiln-approximate-math`'s polynomials instead); or a kernel holds an
+      op that no pass lowered to the LLVM and NVVM dialects.
   }];
 }
 

@@ -48,7 +48,9 @@ bool cudaOptimizations(OptimizationOptions &options, std::string &error) {
 }
 
 void addCudaKernelMapping(OpPassManager &pm, const OptimizationOptions &options) {
-  pm.addPass(createApproximateMath());
+  ApproximateMathOptions math;
+  math.libraryFree = true;
+  pm.addPass(createApproximateMath(math));
   pm.addNestedPass<func::FuncOp>(createFillTensorsOnDevice());
   addBufferization(pm);
   pm.addPass(createCanonicalizerPass());

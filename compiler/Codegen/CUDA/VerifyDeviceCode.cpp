@@ -2,6 +2,7 @@
 #include "compiler/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
 
@@ -46,7 +47,9 @@ LogicalResult verifyHostCode(Operation *host) {
       touched = reshape.getShape(); // read by the host for the result's sizes
     if (touched && !inHostMemory(touched)) {
       op->emitOpError("touches device memory from the host: the GPU target "
-                      "runs every read and write of a buffer in a kernel");
+                      "cannot yet read a tensor's values on the host (a shape, "
+                      "a bound or an index computed at run time), nor run a "
+                      "scatter's, cumsum's or top-k's loop");
       return WalkResult::interrupt();
     }
     if (isa<linalg::LinalgOp, scf::ParallelOp, memref::CopyOp>(op)) {
@@ -59,14 +62,22 @@ LogicalResult verifyHostCode(Operation *host) {
 }
 
 /// A kernel may call only functions its module defines: kiln links no
-/// device library (CUDA's libdevice).
-LogicalResult verifyKernelCalls(gpu::GPUModuleOp kernels) {
+/// device library (CUDA's libdevice). And all of it must be lowered, to
+/// the LLVM and NVVM dialects that serialization translates.
+LogicalResult verifyKernels(gpu::GPUModuleOp kernels) {
   for (auto function : kernels.getOps<LLVM::LLVMFuncOp>())
     if (function.isExternal())
       return function.emitOpError("is called by a kernel but defined in no "
                                   "kernel module: it comes from CUDA's libdevice, "
                                   "which kiln does not link");
-  return success();
+  WalkResult unlowered = kernels.getBody()->walk([](Operation *op) {
+    if (isa<gpu::ModuleEndOp>(op) ||
+        isa<LLVM::LLVMDialect, NVVM::NVVMDialect>(op->getDialect()))
+      return WalkResult::advance();
+    op->emitOpError("has no lowering in a kernel of the GPU target");
+    return WalkResult::interrupt();
+  });
+  return failure(unlowered.wasInterrupted());
 }
 
 struct VerifyDeviceCodePass : public impl::VerifyDeviceCodeBase<VerifyDeviceCodePass> {
@@ -75,7 +86,7 @@ struct VerifyDeviceCodePass : public impl::VerifyDeviceCodeBase<VerifyDeviceCode
     if (failed(verifyHostCode(module)))
       return signalPassFailure();
     for (auto kernels : module.getOps<gpu::GPUModuleOp>())
-      if (failed(verifyKernelCalls(kernels)))
+      if (failed(verifyKernels(kernels)))
         return signalPassFailure();
   }
 };

@@ -11,8 +11,20 @@ namespace kiln {
 namespace {
 
 struct ApproximateMathPass : public impl::ApproximateMathBase<ApproximateMathPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     mlir::RewritePatternSet patterns(&getContext());
+    if (libraryFree) {
+      mlir::populateExpandSinhPattern(patterns);
+      mlir::populateExpandCoshPattern(patterns);
+      mlir::populateExpandTanPattern(patterns);
+      mlir::populateExpandAsinhPattern(patterns);
+      mlir::populateExpandAcoshPattern(patterns);
+      mlir::populateExpandAtanhPattern(patterns);
+      mlir::populateExpandPowFPattern(patterns);
+      mlir::populateExpandFPowIPattern(patterns);
+    }
     mlir::populateMathAlgebraicSimplificationPatterns(patterns);
     mlir::populateMathPolynomialApproximationPatterns(patterns);
     if (mlir::failed(mlir::applyPatternsAndFoldGreedily(getOperation(),

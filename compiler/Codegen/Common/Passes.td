@@ -165,6 +165,13 @@ def ApproximateMath : Pass<"kiln-approximate-math"> {
     %y = arith.mulf %x2, %x : f32
     ```
   }];
+  let options = [
+    Option<"libraryFree", "library-free", "bool", "false",
+           "Also expand the functions that have no polynomial (sinh, cosh, "
+           "tan and the inverse hyperbolic functions, pow with a run-time "
+           "exponent) into exp, log and arithmetic, which do: for a target "
+           "with no math library (the GPU's)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect",

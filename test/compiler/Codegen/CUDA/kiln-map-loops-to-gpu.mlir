@@ -66,6 +66,56 @@ func.func @row_sum(%x: memref<?x64xf32>, %y: memref<?xf32>) {
 
 // -----
 
+// A sum over the middle dim: the generic's parallel dims go first, so both
+// map onto threads (3 * 2 of them) and each thread sums its own output.
+
+#x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#y2 = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func.func @middle_sum
+// CHECK: %[[THREE:.*]] = arith.muli %{{.*}}, %c3
+// CHECK: %[[SIX:.*]] = arith.muli %[[THREE]], %c2
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[SIX]])
+// CHECK:   scf.parallel
+// CHECK:     scf.if
+// CHECK:       scf.for
+// CHECK:         memref.load %{{.*}} : memref<3x2x2xf32>
+// CHECK-NOT: scf.parallel
+// CHECK:   } {mapping = [#gpu.loop_dim_map<processor = thread_x
+func.func @middle_sum(%x: memref<3x2x2xf32>, %y: memref<3x2xf32>) {
+  linalg.generic {indexing_maps = [#x3, #y2], iterator_types = ["parallel", "reduction", "parallel"]}
+      ins(%x : memref<3x2x2xf32>) outs(%y : memref<3x2xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// A reduction of everything to one value: a loop of one iteration, whose
+// thread sums it all.
+
+#all = affine_map<(d0) -> (d0)>
+#one = affine_map<(d0) -> ()>
+// CHECK-LABEL: func.func @total
+// CHECK: scf.parallel
+// CHECK:   scf.parallel
+// CHECK:     scf.if
+// CHECK:       scf.for
+// CHECK:         arith.addf
+func.func @total(%x: memref<?xf32>, %y: memref<f32>) {
+  linalg.generic {indexing_maps = [#all, #one], iterator_types = ["reduction"]}
+      ins(%x : memref<?xf32>) outs(%y : memref<f32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // An op on rank-0 buffers gets a loop of one iteration, so that it too runs
 // in a kernel rather than on the host.
 

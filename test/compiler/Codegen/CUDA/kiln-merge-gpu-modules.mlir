@@ -1,4 +1,5 @@
-// RUN: kiln-opt %s --kiln-merge-gpu-modules | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-merge-gpu-modules | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-merge-gpu-modules | FileCheck %s --check-prefix=EMPTY
 
 // Two outlined kernels, each in its own module, end in one, kiln_kernels,
 // and each launch names its kernel there.
@@ -11,6 +12,7 @@
 // CHECK:   gpu.func @first
 // CHECK:   gpu.func @second
 // CHECK-NOT: gpu.module
+// CHECK: {{^// -+$}}
 module attributes {gpu.container_module} {
   func.func @main(%x: memref<4xf32>) {
     %c1 = arith.constant 1 : index
@@ -28,5 +30,20 @@ module attributes {gpu.container_module} {
     gpu.func @second(%x: memref<4xf32>) kernel {
       gpu.return
     }
+  }
+}
+
+// -----
+
+// No kernel at all: an empty kiln_kernels, so that the PTX is a module.
+
+// EMPTY: {{^// -+$}}
+// EMPTY-NEXT: module attributes {gpu.container_module} {
+// EMPTY-NEXT: func.func @folded
+// EMPTY: gpu.module @kiln_kernels {
+// EMPTY-NEXT: }
+module {
+  func.func @folded() {
+    return
   }
 }

@@ -70,3 +70,14 @@ func.func @host_bookkeeping(%x: memref<?xf32>, %n: index) -> memref<?x64xf32> {
   %r = memref.reshape %x(%shape) : (memref<?xf32>, memref<2xindex>) -> memref<?x64xf32>
   return %r : memref<?x64xf32>
 }
+
+// -----
+
+// A kernel op that no pass lowered.
+gpu.module @kiln_kernels {
+  llvm.func @kernel(%x: i32) -> i32 {
+    // expected-error @+1 {{'math.ipowi' op has no lowering in a kernel of the GPU target}}
+    %p = math.ipowi %x, %x : i32
+    llvm.return %p : i32
+  }
+}
