@@ -22,6 +22,38 @@ gpu::ParallelLoopDimMappingAttr processor(MLIRContext *ctx, gpu::Processor which
   return gpu::ParallelLoopDimMappingAttr::get(ctx, which, identity, identity);
 }
 
+/// Moves `op` into a new parallel loop of one iteration: one thread.
+void inOneIterationLoop(Operation *op, IRRewriter &rewriter) {
+  Location loc = op->getLoc();
+  rewriter.setInsertionPoint(op);
+  Value zero = rewriter.create<arith::ConstantIndexOp>(loc, 0);
+  Value one = rewriter.create<arith::ConstantIndexOp>(loc, 1);
+  auto loop = rewriter.create<scf::ParallelOp>(loc, ValueRange{zero}, ValueRange{one},
+                                               ValueRange{one});
+  rewriter.moveOpBefore(op, loop.getBody()->getTerminator());
+}
+
+/// Puts each sequential loop or branch of `func`'s body that reads or
+/// writes a buffer (a scatter's, cumsum's or top-k's loop nest) in one
+/// thread: on the host it would touch device memory. One that yields a
+/// value to the host stays, for kiln-verify-device-code to report.
+void runSequentialCodeInAThread(func::FuncOp func, IRRewriter &rewriter) {
+  SmallVector<Operation *> sequential;
+  for (Operation &op : func.getBody().getOps()) {
+    if (!isa<scf::ForOp, scf::WhileOp, scf::IfOp>(op) || op.getNumResults() != 0)
+      continue;
+    bool touchesBuffers = op.walk([](Operation *inner) {
+                              return isa<memref::LoadOp, memref::StoreOp>(inner)
+                                         ? WalkResult::interrupt()
+                                         : WalkResult::advance();
+                            }).wasInterrupted();
+    if (touchesBuffers)
+      sequential.push_back(&op);
+  }
+  for (Operation *op : sequential)
+    inOneIterationLoop(op, rewriter);
+}
+
 /// Lowers each linalg op and memref.copy of `func` to a nest of
 /// scf.parallel (its parallel dims) around scf.for (its reductions). An op
 /// with no parallel loop (on rank-0 buffers, or a reduction of everything
@@ -61,14 +93,8 @@ LogicalResult lowerToParallelLoops(func::FuncOp func, IRRewriter &rewriter) {
     Location loc = op.getLoc();
     if (!op.hasPureBufferSemantics())
       return op->emitOpError("is not on buffers: bufferize before kiln-map-loops-to-gpu");
-    if (op.getNumParallelLoops() == 0) {
-      rewriter.setInsertionPoint(op);
-      Value zero = rewriter.create<arith::ConstantIndexOp>(loc, 0);
-      Value one = rewriter.create<arith::ConstantIndexOp>(loc, 1);
-      auto loop = rewriter.create<scf::ParallelOp>(loc, ValueRange{zero},
-                                                   ValueRange{one}, ValueRange{one});
-      rewriter.moveOpBefore(op, loop.getBody()->getTerminator());
-    }
+    if (op.getNumParallelLoops() == 0)
+      inOneIterationLoop(op, rewriter);
     rewriter.setInsertionPoint(op);
     if (failed(linalg::linalgOpToParallelLoops(rewriter, op)))
       return op->emitOpError("could not be lowered to loops");
@@ -141,6 +167,7 @@ struct MapLoopsToGpuPass : public impl::MapLoopsToGpuBase<MapLoopsToGpuPass> {
 
     if (failed(lowerToParallelLoops(func, rewriter)))
       return signalPassFailure();
+    runSequentialCodeInAThread(func, rewriter);
 
     for (scf::ParallelOp loop : outermostLoops()) {
       if (!loop.getInitVals().empty()) {

@@ -78,7 +78,9 @@ def MapLoopsToGpu : Pass<"kiln-map-loops-to-gpu", "mlir::func::FuncOp"> {
     `thread_x`, a guard skipping the last block's surplus threads. A
     generic's parallel dims are put first, so that they all map onto
     threads and each thread reduces on its own; a parallel loop still
-    nested in a thread's body runs in it, as a nest of `scf.for`. A constant global that
+    nested in a thread's body runs in it, as a nest of `scf.for`. A
+    sequential loop or branch that reads or writes buffers (the loop nest
+    of a scatter, a cumsum or a top-k) runs whole in one thread. A constant global that
     the loop reads is read inside it, so that its kernel reads the copy in
     its GPU module (`gpu-kernel-outlining` copies it there), not the
     host's. `convert-parallel-loops-to-gpu` then makes one `gpu.launch` of
@@ -103,6 +105,30 @@ def MapLoopsToGpu : Pass<"kiln-map-loops-to-gpu", "mlir::func::FuncOp"> {
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"
   ];
+}
+
+def ReadDeviceValuesOnHost : Pass<"kiln-read-device-values-on-host", "mlir::func::FuncOp"> {
+  let summary = "Copies to the host the device buffers whose values the host reads";
+  let description = [{
+    Runs after `kiln-map-loops-to-gpu`, on the host code left outside the
+    kernels. Where the host reads a tensor's values (a slice's steps, a
+    pad's amounts, a `Trilu` k or a range's bounds given as tensors, a
+    run-time check's outcome, a reshape's shape computed as data), the
+    buffer is device memory: the host first copies it whole into a buffer
+    on its stack (`gpu.memcpy`, which waits for the kernels before it) and
+    reads that. One copy per buffer and block, before its first read there;
+    only contiguous buffers (identity layout) are copied, the others left
+    for `kiln-verify-device-code` to report.
+
+    ```mlir
+    %k = memref.load %device[] : memref<i64>
+    // becomes
+    %host = memref.alloca() : memref<i64>
+    gpu.memcpy %host, %device : memref<i64>, memref<i64>
+    %k = memref.load %host[] : memref<i64>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect"];
 }
 
 def MergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {

@@ -64,6 +64,7 @@ void addCudaKernelMapping(OpPassManager &pm, const OptimizationOptions &options)
 void buildCudaLoweringPipeline(OpPassManager &pm, llvm::StringRef arch,
                                const OptimizationOptions &options) {
   addCudaKernelMapping(pm, options);
+  pm.addNestedPass<func::FuncOp>(createReadDeviceValuesOnHost());
   pm.addPass(createParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createGpuKernelOutliningPass());

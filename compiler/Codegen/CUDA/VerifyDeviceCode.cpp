@@ -1,4 +1,5 @@
 //===- VerifyDeviceCode.cpp - The kiln-verify-device-code pass ------------===//
+#include "compiler/Codegen/CUDA/HostMemory.h"
 #include "compiler/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -11,20 +12,6 @@ namespace kiln {
 #include "compiler/Codegen/CUDA/Passes.h.inc"
 
 namespace {
-
-/// Whether `memref` is in host memory: on its stack or a global of the host
-/// module (a constant), directly or through views.
-bool inHostMemory(Value memref) {
-  while (Operation *def = memref.getDefiningOp()) {
-    if (isa<memref::AllocaOp, memref::GetGlobalOp>(def))
-      return true;
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return false;
-    memref = view.getViewSource();
-  }
-  return false;
-}
 
 /// The host code may touch only its own memory; every other buffer is in
 /// device memory, which is all that the kernels may be given.

@@ -164,6 +164,37 @@ func.func @global_and_copy(%y: memref<4xf32>, %z: memref<4xf32>) {
 
 // -----
 
+// A scatter's sequential loop, which writes where its indices say: it runs
+// whole in one thread. A loop that touches no buffer stays on the host.
+
+// CHECK-LABEL: func.func @scatter
+// CHECK: scf.for
+// CHECK-NEXT: arith.addi
+// CHECK: scf.parallel
+// CHECK:   scf.parallel
+// CHECK:     scf.if
+// CHECK:       scf.for
+// CHECK:         memref.load %{{.*}} : memref<2xi64>
+// CHECK:         memref.store %{{.*}} : memref<5xf32>
+func.func @scatter(%indices: memref<2xi64>, %updates: memref<2xf32>, %data: memref<5xf32>, %n: index) -> index {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %sum = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %c0) -> index {
+    %next = arith.addi %acc, %i : index
+    scf.yield %next : index
+  }
+  scf.for %i = %c0 to %c2 step %c1 {
+    %index = memref.load %indices[%i] : memref<2xi64>
+    %at = arith.index_cast %index : i64 to index
+    %update = memref.load %updates[%i] : memref<2xf32>
+    memref.store %update, %data[%at] : memref<5xf32>
+  }
+  return %sum : index
+}
+
+// -----
+
 // Nothing to map: a function without linalg ops or loops is unchanged.
 
 // CHECK-LABEL: func.func @nothing
