@@ -4,6 +4,7 @@
 #include "runtime/src/BufferPool.h"
 #include "kiln/abi/dtype.h"
 #include "runtime/src/cpu/Gemm.h"
+#include "runtime/src/cuda/CudaDriver.h"
 #include "runtime/src/LinearObserver.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
@@ -397,6 +398,29 @@ int32_t kiln_instance_num_threads(const kiln_instance_t *instance) {
 
 const char *kiln_instance_kernel_isa(const kiln_instance_t *instance) {
   return kiln::rt::gemmIsaName(kiln::rt::activeGemmIsa());
+}
+
+kiln_status_t kiln_cuda_devices(kiln_cuda_device_t *devices, int32_t capacity,
+                                int32_t *count) {
+  if (!count || capacity < 0 || (capacity > 0 && !devices))
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_cuda_devices: count must not be NULL, and devices must "
+                      "hold capacity >= 0 entries");
+  *count = 0;
+  std::string error;
+  const kiln::rt::cuda::Driver *driver = kiln::rt::cuda::Driver::get(error);
+  std::vector<kiln::rt::cuda::DeviceInfo> found;
+  if (!driver || !driver->devices(found, error))
+    return makeStatus(KILN_STATUS_FAILED_PRECONDITION, "no CUDA device: " + error);
+  for (int32_t i = 0; i < capacity && i < static_cast<int32_t>(found.size()); ++i) {
+    kiln_cuda_device_t &device = devices[i];
+    std::snprintf(device.name, sizeof(device.name), "%s", found[i].name.c_str());
+    device.compute_capability_major = found[i].computeCapabilityMajor;
+    device.compute_capability_minor = found[i].computeCapabilityMinor;
+    device.memory_bytes = found[i].memoryBytes;
+  }
+  *count = static_cast<int32_t>(found.size());
+  return nullptr;
 }
 
 kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,

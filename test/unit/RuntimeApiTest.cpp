@@ -286,6 +286,38 @@ TEST(RuntimeDtype, SizesAndNames) {
 }
 
 //===----------------------------------------------------------------------===//
+// CUDA devices
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeCudaDevices, BadArgumentsRefused) {
+  kiln_cuda_device_t device;
+  EXPECT_ERROR(kiln_cuda_devices(&device, 1, nullptr), KILN_STATUS_INVALID_ARGUMENT,
+               "count must not be NULL");
+  int32_t count = 7;
+  EXPECT_ERROR(kiln_cuda_devices(nullptr, 1, &count), KILN_STATUS_INVALID_ARGUMENT,
+               "capacity");
+  EXPECT_ERROR(kiln_cuda_devices(&device, -1, &count), KILN_STATUS_INVALID_ARGUMENT,
+               "capacity");
+}
+
+// Whatever this machine has (test/tools/kiln-run/devices.test checks each
+// case with a fake driver): devices, or none and why, never an error of
+// another kind.
+TEST(RuntimeCudaDevices, DevicesOrWhyNone) {
+  int32_t count = -1;
+  kiln_status_t status = kiln_cuda_devices(nullptr, 0, &count);
+  if (!status) {
+    EXPECT_GE(count, 0);
+    return;
+  }
+  EXPECT_EQ(kiln_status_code(status), KILN_STATUS_FAILED_PRECONDITION);
+  EXPECT_EQ(std::string(kiln_status_message(status)).rfind("no CUDA device: ", 0), 0u)
+      << kiln_status_message(status);
+  EXPECT_EQ(count, 0);
+  kiln_status_free(status);
+}
+
+//===----------------------------------------------------------------------===//
 // Instance
 //===----------------------------------------------------------------------===//
 

@@ -2,6 +2,7 @@
 //
 // kiln-run MODEL.kiln --input NAME=FILE ... [--output-dir DIR] [--threads N]
 //                     [--benchmark N] [--warmup W]
+// kiln-run --devices
 //
 // FILE is .npy or an ONNX TensorProto .pb. Outputs are written as
 // DIR/<output name>.npy. With --benchmark, N timed runs follow W warm-up runs
@@ -32,18 +33,23 @@ struct Options {
   int threads = 0;
   int benchmarkRuns = 0;
   int warmupRuns = 3;
+  bool listDevices = false;
 };
 
 const char *kUsage =
     "usage: kiln-run MODEL.kiln --input NAME=FILE ... [--output-dir DIR]\n"
     "                [--threads N] [--benchmark N] [--warmup W]\n"
+    "       kiln-run --devices\n"
     "\n"
     "Runs a Kiln artifact on inputs from .npy or ONNX TensorProto .pb files.\n"
     "  --input NAME=FILE  the value of input NAME (every input is required)\n"
     "  --output-dir DIR   write each output to DIR/<name>.npy\n"
     "  --threads N        worker threads, the caller included (0: one per core)\n"
     "  --benchmark N      time N runs after the warm-up and print latencies\n"
-    "  --warmup W         warm-up runs before timing (default 3)\n";
+    "  --warmup W         warm-up runs before timing (default 3)\n"
+    "  --devices          list the CUDA devices the runtime sees through the\n"
+    "                     CUDA driver (libcuda.so.1, or $KILN_CUDA_DRIVER), or\n"
+    "                     say why it sees none\n";
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
@@ -84,6 +90,8 @@ Options parseOptions(int argc, char **argv) {
       options.benchmarkRuns = parseCount(arg, value());
     } else if (arg == "--warmup") {
       options.warmupRuns = parseCount(arg, value());
+    } else if (arg == "--devices") {
+      options.listDevices = true;
     } else if (!arg.empty() && arg[0] == '-') {
       fail("unknown option '" + arg + "'\n" + kUsage);
     } else if (options.model.empty()) {
@@ -91,6 +99,11 @@ Options parseOptions(int argc, char **argv) {
     } else {
       fail("more than one model given: '" + options.model + "' and '" + arg + "'");
     }
+  }
+  if (options.listDevices) {
+    if (!options.model.empty() || !options.inputs.empty())
+      fail("--devices lists devices; it runs no model");
+    return options;
   }
   if (options.model.empty())
     fail(std::string("no model given\n") + kUsage);
@@ -128,10 +141,37 @@ double percentile(std::vector<double> sorted, double p) {
   return sorted[std::min(sorted.size() - 1, index ? index - 1 : 0)];
 }
 
+/// kiln-run --devices: one line per CUDA device, or one saying why there
+/// is none (not an error: the CPU still runs every artifact).
+int listDevices() {
+  int32_t count = 0;
+  if (kiln_status_t status = kiln_cuda_devices(nullptr, 0, &count)) {
+    std::printf("cuda: %s\n", kiln_status_message(status));
+    kiln_status_free(status);
+    return 0;
+  }
+  std::vector<kiln_cuda_device_t> devices(count);
+  if (kiln_status_t status = kiln_cuda_devices(devices.data(), count, &count)) {
+    std::string message = kiln_status_message(status);
+    kiln_status_free(status);
+    fail(message);
+  }
+  if (count == 0)
+    std::printf("cuda: no CUDA device: the driver shows none\n");
+  // Devices that appeared between the two calls are not listed.
+  for (int32_t i = 0; i < std::min<int32_t>(count, devices.size()); ++i)
+    std::printf("cuda:%d %s, sm_%d%d, %.1f GiB\n", i, devices[i].name,
+                devices[i].compute_capability_major, devices[i].compute_capability_minor,
+                devices[i].memory_bytes / double(1 << 30));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
+  if (options.listDevices)
+    return listDevices();
   try {
     kiln::Instance instance(options.threads);
     auto loadStart = std::chrono::steady_clock::now();

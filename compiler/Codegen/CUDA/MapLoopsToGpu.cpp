@@ -90,7 +90,6 @@ LogicalResult lowerToParallelLoops(func::FuncOp func, IRRewriter &rewriter) {
         op = *interchanged;
       }
     }
-    Location loc = op.getLoc();
     if (!op.hasPureBufferSemantics())
       return op->emitOpError("is not on buffers: bufferize before kiln-map-loops-to-gpu");
     if (op.getNumParallelLoops() == 0)

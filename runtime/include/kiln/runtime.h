@@ -108,6 +108,29 @@ KILN_API int32_t kiln_instance_num_threads(const kiln_instance_t *instance);
 KILN_API const char *kiln_instance_kernel_isa(const kiln_instance_t *instance);
 
 /*===------------------------------------------------------------------===*/
+/* CUDA devices                                                            */
+/*===------------------------------------------------------------------===*/
+
+/* The runtime reaches NVIDIA GPUs through the CUDA driver, libcuda.so.1
+ * (or the library $KILN_CUDA_DRIVER names), which it loads the first time
+ * it is asked: it needs no CUDA to build, load or run on the CPU.
+ * Artifacts do not run on GPUs yet; this lists the devices they would. */
+typedef struct kiln_cuda_device_s {
+  char name[256];
+  int32_t compute_capability_major; /* 9 and 0 for sm_90 */
+  int32_t compute_capability_minor;
+  uint64_t memory_bytes;
+} kiln_cuda_device_t;
+
+/* Sets *count to the number of CUDA devices and fills the first
+ * min(*count, capacity) of `devices` (which may be NULL when capacity is
+ * 0). Without a driver, or when it cannot start (no device, a stub
+ * library), returns KILN_STATUS_FAILED_PRECONDITION saying why, *count 0.
+ * Thread-safe. */
+KILN_API kiln_status_t kiln_cuda_devices(kiln_cuda_device_t *devices,
+                                         int32_t capacity, int32_t *count);
+
+/*===------------------------------------------------------------------===*/
 /* Model                                                                   */
 /*===------------------------------------------------------------------===*/
 
