@@ -20,4 +20,12 @@ bool inHostMemory(Value memref) {
   return false;
 }
 
+OpOperand *bufferReadByHost(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return &load.getMemrefMutable();
+  if (auto reshape = dyn_cast<memref::ReshapeOp>(op))
+    return &reshape.getShapeMutable();
+  return nullptr;
+}
+
 } // namespace kiln

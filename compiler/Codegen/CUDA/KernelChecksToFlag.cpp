@@ -1,6 +1,7 @@
 //===- KernelChecksToFlag.cpp - The kiln-kernel-checks-to-flag pass -------===//
 #include "compiler/Codegen/CUDA/Passes.h"
 #include "compiler/Codegen/CUDA/Pipelines.h"
+#include "compiler/Codegen/Common/FailedChecks.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -37,19 +38,13 @@ struct KernelChecksToFlagPass : public impl::KernelChecksToFlagBase<KernelChecks
         auto [entry, added] = numbers.try_emplace(check.getMsg(), messages.size() + 1);
         if (added)
           messages.push_back(check.getMsgAttr());
-        Location loc = check.getLoc();
-        Block *before = check->getBlock();
-        Block *after = before->splitBlock(check->getNextNode());
-        Block *failed = new Block();
-        failed->insertBefore(after);
-        builder.setInsertionPointToEnd(failed);
-        Value number = builder.create<arith::ConstantIntOp>(loc, entry->second, 32);
-        Value flag = builder.create<memref::GetGlobalOp>(loc, flagType, kKernelCheckSymbol);
-        builder.create<memref::StoreOp>(loc, number, flag, ValueRange{});
-        builder.create<gpu::ReturnOp>(loc);
-        builder.setInsertionPoint(check);
-        builder.create<cf::CondBranchOp>(loc, check.getArg(), after, failed);
-        check.erase();
+        const int32_t checkNumber = entry->second;
+        branchOnFailedCheck(check, builder, [&](OpBuilder &failure, Location loc) {
+          Value number = failure.create<arith::ConstantIntOp>(loc, checkNumber, 32);
+          Value flag = failure.create<memref::GetGlobalOp>(loc, flagType, kKernelCheckSymbol);
+          failure.create<memref::StoreOp>(loc, number, flag, ValueRange{});
+          failure.create<gpu::ReturnOp>(loc);
+        });
       }
     }
     if (!messages.empty())

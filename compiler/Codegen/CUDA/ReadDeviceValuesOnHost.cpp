@@ -17,11 +17,7 @@ namespace {
 OpOperand *deviceOperandReadByHost(Operation *op) {
   if (op->getParentOfType<scf::ParallelOp>() || op->getParentOfType<gpu::LaunchOp>())
     return nullptr; // a kernel's read
-  OpOperand *read = nullptr;
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    read = &load.getMemrefMutable();
-  else if (auto reshape = dyn_cast<memref::ReshapeOp>(op))
-    read = &reshape.getShapeMutable();
+  OpOperand *read = bufferReadByHost(op);
   if (!read || inHostMemory(read->get()))
     return nullptr;
   auto type = cast<MemRefType>(read->get().getType());

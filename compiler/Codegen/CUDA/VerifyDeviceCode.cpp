@@ -26,12 +26,10 @@ LogicalResult verifyHostCode(Operation *host) {
           return WalkResult::interrupt();
         }
     Value touched;
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      touched = load.getMemRef();
+    if (OpOperand *read = bufferReadByHost(op))
+      touched = read->get();
     else if (auto store = dyn_cast<memref::StoreOp>(op))
       touched = store.getMemRef();
-    else if (auto reshape = dyn_cast<memref::ReshapeOp>(op))
-      touched = reshape.getShape(); // read by the host for the result's sizes
     if (touched && !inHostMemory(touched)) {
       op->emitOpError("touches device memory from the host: the GPU target "
                       "cannot yet read a tensor's values on the host (a shape, "

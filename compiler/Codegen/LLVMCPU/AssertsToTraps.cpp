@@ -1,4 +1,5 @@
 //===- AssertsToTraps.cpp - The kiln-asserts-to-traps pass ----------------===//
+#include "compiler/Codegen/Common/FailedChecks.h"
 #include "compiler/Codegen/LLVMCPU/Passes.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -45,17 +46,11 @@ struct AssertsToTrapsPass : public impl::AssertsToTrapsBase<AssertsToTrapsPass> 
             builder.getStringAttr(bytes));
         symbols.insert(global);
       }
-      Block *before = op->getBlock();
-      Block *after = before->splitBlock(op->getNextNode());
-      Block *failure = new Block();
-      failure->insertBefore(after);
-      builder.setInsertionPointToEnd(failure);
-      Value message = builder.create<LLVM::AddressOfOp>(op.getLoc(), global);
-      builder.create<LLVM::CallOp>(op.getLoc(), trap, ValueRange{message});
-      builder.create<LLVM::UnreachableOp>(op.getLoc());
-      builder.setInsertionPoint(op);
-      builder.create<cf::CondBranchOp>(op.getLoc(), op.getArg(), after, failure);
-      op.erase();
+      branchOnFailedCheck(op, builder, [&](OpBuilder &failure, Location loc) {
+        Value message = failure.create<LLVM::AddressOfOp>(loc, global);
+        failure.create<LLVM::CallOp>(loc, trap, ValueRange{message});
+        failure.create<LLVM::UnreachableOp>(loc);
+      });
     }
   }
 };
