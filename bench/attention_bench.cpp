@@ -81,16 +81,35 @@ void measure(int64_t batch, int64_t heads, int64_t kvHeads, int64_t past, int64_
   ThreadPool threads(2);
   ScopedThreadPool scope(&threads);
 
+  kiln_attention_params_t denseParams = {};
+  denseParams.batch = batch;
+  denseParams.heads = heads;
+  denseParams.kv_heads = kvHeads;
+  denseParams.q_len = fresh;
+  denseParams.past_len = past;
+  denseParams.kv_len = fresh;
+  denseParams.head_dim = denseParams.value_dim = d;
+  denseParams.q = q.data();
+  denseParams.k = k.data();
+  denseParams.v = v.data();
+  denseParams.bias = bias.data();
+  denseParams.scale = 0.125;
+  denseParams.out = out.data();
+  const int64_t denseStrides[4][4] = {{heads * fresh * d, fresh * d, d, 1},
+                                      {kvHeads * past * d, past * d, d, 1},
+                                      {kvHeads * fresh * d, fresh * d, d, 1},
+                                      {fresh * total, 0, total, 1}};
+  for (int i = 0; i < 4; ++i) {
+    denseParams.q_strides[i] = denseParams.out_strides[i] = denseStrides[0][i];
+    denseParams.past_k_strides[i] = denseParams.past_v_strides[i] = denseStrides[1][i];
+    denseParams.k_strides[i] = denseParams.v_strides[i] = denseStrides[2][i];
+    denseParams.bias_strides[i] = denseStrides[3][i];
+  }
   const double denseMs = bestMs([&] {
     for (int64_t layer = 0; layer < kLayers; ++layer) {
-      const float *pastK = dense.data() + 2 * layer * layerPast, *pastV = pastK + layerPast;
-      kiln_ukernel_attention(
-          batch, heads, kvHeads, fresh, past, fresh, d, d, q.data(), heads * fresh * d,
-          fresh * d, d, 1, pastK, kvHeads * past * d, past * d, d, 1, k.data(),
-          kvHeads * fresh * d, fresh * d, d, 1, pastV, kvHeads * past * d, past * d, d, 1,
-          v.data(), kvHeads * fresh * d, fresh * d, d, 1, nullptr, 0, 0, 0, 0, 0.0f,
-          bias.data(), fresh * total, 0, total, 1, 0.125f, out.data(), heads * fresh * d,
-          fresh * d, d, 1, nullptr, 0, 0, 0, 0, nullptr, 0, 0, 0, 0);
+      denseParams.past_k = dense.data() + 2 * layer * layerPast;
+      denseParams.past_v = denseParams.past_k + layerPast;
+      kiln_ukernel_attention(&denseParams);
     }
   }) / kLayers;
   kiln_paged_attention_params_t params = {};

@@ -681,6 +681,96 @@ class GPTJForCausalLM(nn.Module):
         return self.lm_head(self.ln_f(hidden)), presents
 
 
+# --------------------------------------------------------------------------
+# BLOOM (ALiBi position biases on [batch·heads] products, fused QKV per head),
+# after transformers' modeling_bloom
+# --------------------------------------------------------------------------
+
+BLOOM_CONFIG = TinyConfig()
+
+
+def build_alibi_tensor(attention_mask, num_heads, dtype):
+    """[batch·heads, 1, keys]: head h's slope times each key's position among
+    the sequence's unpadded tokens (0 on padding), as BLOOM computes it."""
+    batch, keys = attention_mask.shape
+    closest_power_of_2 = 2 ** math.floor(math.log2(num_heads))
+    base = torch.tensor(2 ** (-(2 ** -(math.log2(closest_power_of_2) - 3))), dtype=torch.float32)
+    powers = torch.arange(1, 1 + closest_power_of_2, dtype=torch.int32)
+    slopes = torch.pow(base, powers)
+    positions = ((attention_mask.cumsum(dim=-1) - 1) * attention_mask)[:, None, :]
+    alibi = slopes[..., None] * positions
+    return alibi.reshape(batch * num_heads, 1, keys).to(dtype)
+
+
+class BloomAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.query_key_value = nn.Linear(cfg.hidden_size, 3 * cfg.hidden_size)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.inv_norm_factor = 1.0 / math.sqrt(cfg.head_dim)
+
+    def forward(self, hidden, alibi, additive_mask, layer_past):
+        cfg = self.cfg
+        batch, seq = hidden.shape[0], hidden.shape[1]
+        fused = self.query_key_value(hidden).view(batch, seq, cfg.num_heads, 3, cfg.head_dim)
+        query = fused[..., 0, :].transpose(1, 2)
+        key = fused[..., 1, :].transpose(1, 2)
+        value = fused[..., 2, :].transpose(1, 2)
+        key, value = append_to_cache(layer_past, key, value)
+        query3 = query.reshape(batch * cfg.num_heads, -1, cfg.head_dim)
+        key3 = key.reshape(batch * cfg.num_heads, -1, cfg.head_dim).transpose(-1, -2)
+        value3 = value.reshape(batch * cfg.num_heads, -1, cfg.head_dim)
+        scores = alibi.baddbmm(batch1=query3, batch2=key3, beta=1.0, alpha=self.inv_norm_factor)
+        weights = scores.view(batch, cfg.num_heads, seq, -1) + additive_mask
+        probs = F.softmax(weights, dim=-1, dtype=torch.float32)
+        context = torch.bmm(probs.view(batch * cfg.num_heads, seq, -1), value3)
+        context = context.view(batch, cfg.num_heads, seq, cfg.head_dim).permute(0, 2, 1, 3)
+        return self.dense(context.reshape(batch, seq, cfg.hidden_size)), (key, value)
+
+
+class BloomBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.input_layernorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.self_attention = BloomAttention(cfg)
+        self.post_attention_layernorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.dense_h_to_4h = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.dense_4h_to_h = nn.Linear(cfg.intermediate_size, cfg.hidden_size)
+
+    def forward(self, hidden, alibi, additive_mask, layer_past):
+        attn_out, present = self.self_attention(self.input_layernorm(hidden), alibi, additive_mask,
+                                                layer_past)
+        hidden = hidden + attn_out
+        up = self.dense_h_to_4h(self.post_attention_layernorm(hidden))
+        gelu = up * 0.5 * (1.0 + torch.tanh(0.79788456 * up * (1 + 0.044715 * up * up)))
+        return hidden + self.dense_4h_to_h(gelu), present
+
+
+class BloomForCausalLM(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.word_embeddings_layernorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.h = nn.ModuleList(BloomBlock(cfg) for _ in range(cfg.num_layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden_size, eps=cfg.norm_eps)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.lm_head.weight = self.word_embeddings.weight
+
+    def forward(self, input_ids, attention_mask, position_ids, past_key_values):
+        # position_ids is part of the optimum I/O, but BLOOM's positions are
+        # its ALiBi biases, which it takes from the attention mask.
+        hidden = self.word_embeddings_layernorm(self.word_embeddings(input_ids))
+        alibi = build_alibi_tensor(attention_mask, self.cfg.num_heads, hidden.dtype)
+        additive_mask = causal_padding_mask(attention_mask, input_ids.shape[1], hidden.dtype)
+        presents = []
+        for block, layer_past in zip(self.h, past_key_values):
+            hidden, present = block(hidden, alibi, additive_mask, layer_past)
+            presents.append(present)
+        return self.lm_head(self.ln_f(hidden)), presents
+
+
 MODEL_SPECS = {
     "bert_tiny": bert_spec,
     "gpt2_tiny": lambda: decoder_spec(GPT2LMHeadModel(GPT2_CONFIG), GPT2_CONFIG, opset=14),
@@ -688,6 +778,7 @@ MODEL_SPECS = {
     "torch_encoder_tiny": lambda: torch_encoder_spec(64, 2, 4, 128),
     "einsum_encoder_tiny": lambda: einsum_encoder_spec(64, 2, 4, 128),
     "gptj_tiny": lambda: decoder_spec(GPTJForCausalLM(GPTJ_CONFIG), GPTJ_CONFIG, opset=17),
+    "bloom_tiny": lambda: decoder_spec(BloomForCausalLM(BLOOM_CONFIG), BLOOM_CONFIG, opset=17),
 }
 # Llama at realistic sizes, for bench/run.py --suite scale: (config, tied
 # embeddings). medium is the 155M-parameter shape (624 MB of fp32 weights);

@@ -796,103 +796,86 @@ struct FoldConstantsPass
     std::optional<SmallVector<ShapeElement>> elements = shapeElements(reshape.getShape());
     if (!elements || !allKnown(*elements))
       return;
-    std::optional<InferredSize> size = inferredSize(reshape, *elements);
-    if (!size && isEntryList(reshape.getShape()))
+    std::optional<std::pair<size_t, ShapeElement>> inferred =
+        inferredSize(reshape, *elements);
+    if (!inferred && isEntryList(reshape.getShape()))
       return;
+    if (inferred)
+      (*elements)[inferred->first] = inferred->second;
     OpBuilder builder(reshape);
-    Location loc = reshape.getLoc();
-    Value inferred;
-    if (size) {
-      auto scalarType = RankedTensorType::get({}, builder.getI64Type());
-      Value factor = builder.create<ConstantOp>(
-          loc, DenseElementsAttr::get(scalarType, ArrayRef<int64_t>{size->factor}));
-      inferred = factor;
-      if (size->dim) {
-        inferred = builder.create<DimOp>(loc, scalarType, reshape.getInput(),
-                                         builder.getI64IntegerAttr(*size->dim));
-        if (size->factor != 1)
-          inferred = builder.create<MulOp>(loc, scalarType, inferred, factor);
-      }
-    }
-    reshape.getShapeMutable().assign(
-        buildEntryList(builder, loc, *elements,
-                       cast<RankedTensorType>(reshape.getShape().getType()),
-                       size ? std::optional<size_t>(size->at) : std::nullopt, inferred));
+    reshape.getShapeMutable().assign(buildShape(builder, reshape.getLoc(), *elements));
   }
 
-  /// What a reshape's -1 entry (at index `at`) stands for: dim `dim` of
-  /// the input times `factor`, or `factor` alone.
-  struct InferredSize {
-    size_t at;
-    std::optional<int64_t> dim;
-    int64_t factor;
-  };
-
-  /// The size a reshape's one -1 entry stands for when the other entries
-  /// name the input's other dims (or copy them with 0, or read a dim equal
-  /// to one) or are constants, and at most one dynamic input dim is left
-  /// over: that dim times what the static dims left over leave of the
-  /// constants, where it is a whole number. With several dynamic dims left
-  /// there is none: the lowering's element count divided by the constants
-  /// bounds their product exactly, where a product of dims, each bounded
-  /// apart, would not be.
-  static std::optional<InferredSize> inferredSize(ReshapeOp reshape,
-                                                  ArrayRef<ShapeElement> elements) {
+  /// The index of a reshape's one -1 entry and the size it stands for, when
+  /// the other entries are constants and dims (or multiples of dims, B·H)
+  /// whose sources (traceDim) account for all but at most one of the
+  /// input's dynamic dim sources: that one, an input dim, times what the
+  /// static sizes and factors left over leave, where it is a whole number.
+  /// [B·H, -1, D] of [B, H, T, D] is T; [B, H, T, -1] of [B·H, T, S] is S.
+  /// With several dynamic dims left there is none: the lowering's element
+  /// count divided by the constants bounds their product exactly, where a
+  /// product of dims, each bounded apart, would not be.
+  static std::optional<std::pair<size_t, ShapeElement>>
+  inferredSize(ReshapeOp reshape, ArrayRef<ShapeElement> elements) {
     Value input = reshape.getInput();
     auto inputType = cast<RankedTensorType>(input.getType());
-    SmallVector<bool> named(inputType.getRank(), false);
+    // The input's size: static sizes and factors times dynamic sources,
+    // each with the input dim it came from.
+    SmallVector<std::pair<DimSource, int64_t>> inputSources;
+    int64_t inputStatic = 1;
+    for (int64_t dim = 0; dim < inputType.getRank(); ++dim) {
+      DimSource source = traceDim(input, dim);
+      int64_t multiple = source.size ? *source.size : source.factor;
+      if (llvm::MulOverflow(inputStatic, multiple, inputStatic))
+        return std::nullopt;
+      if (!source.size) {
+        source.factor = 1;
+        inputSources.push_back({source, dim});
+      }
+    }
+    // The entries' size, likewise, each dynamic source struck off the
+    // input's.
     std::optional<size_t> inferredAt;
-    int64_t constants = 1;
+    int64_t entriesStatic = 1;
     for (auto [at, element] : llvm::enumerate(elements)) {
-      std::optional<int64_t> copied;
       if (element.isConstant(-1)) {
         if (inferredAt)
           return std::nullopt;
         inferredAt = at;
         continue;
       }
-      if (element.isConstant(0) && !reshape.getAllowZero())
-        copied = static_cast<int64_t>(at);
-      else if (element.tensor)
-        copied = inputDimNamed(element, input, named);
-      if (copied) {
-        if (*copied >= inputType.getRank() || named[*copied])
+      std::optional<DimSource> source;
+      if (element.isConstant(0) && !reshape.getAllowZero()) {
+        if (static_cast<int64_t>(at) >= inputType.getRank())
           return std::nullopt;
-        named[*copied] = true;
-      } else if (!element.constant || *element.constant <= 0 ||
-                 llvm::MulOverflow(constants, *element.constant, constants)) {
-        return std::nullopt;
+        source = traceDim(input, at);
+      } else if (element.tensor) {
+        source = traceElement(element);
+      } else if (element.constant && *element.constant > 0) {
+        source = DimSource{element.constant, nullptr, 0};
       }
-    }
-    SmallVector<int64_t, 1> leftDynamic;
-    int64_t leftStatic = 1;
-    for (int64_t dim = 0; dim < inputType.getRank(); ++dim) {
-      if (named[dim])
-        continue;
-      if (inputType.isDynamicDim(dim))
-        leftDynamic.push_back(dim);
-      else if (llvm::MulOverflow(leftStatic, inputType.getDimSize(dim), leftStatic))
+      if (!source)
         return std::nullopt;
+      int64_t multiple = source->size ? *source->size : source->factor;
+      if (llvm::MulOverflow(entriesStatic, multiple, entriesStatic))
+        return std::nullopt;
+      if (source->size)
+        continue;
+      source->factor = 1;
+      auto match = llvm::find_if(inputSources, [&](const auto &entry) {
+        return entry.first == *source;
+      });
+      if (match == inputSources.end())
+        return std::nullopt;
+      inputSources.erase(match);
     }
-    if (!inferredAt || leftStatic % constants != 0 || leftDynamic.size() > 1)
+    if (!inferredAt || inputStatic % entriesStatic != 0 || inputSources.size() > 1)
       return std::nullopt;
-    return InferredSize{*inferredAt,
-                        leftDynamic.empty() ? std::nullopt
-                                            : std::optional<int64_t>(leftDynamic.front()),
-                        leftStatic / constants};
-  }
-
-  /// The dynamic dim of `input`, not yet `named`, that the entry `element`
-  /// (a dim of some tensor) provably equals, if any.
-  static std::optional<int64_t> inputDimNamed(const ShapeElement &element, Value input,
-                                               ArrayRef<bool> named) {
-    DimSource source = traceDim(element.tensor, element.index);
-    if (source.size)
-      return std::nullopt;
-    for (int64_t dim = 0; dim < static_cast<int64_t>(named.size()); ++dim)
-      if (!named[dim] && traceDim(input, dim) == source)
-        return dim;
-    return std::nullopt;
+    int64_t factor = inputStatic / entriesStatic;
+    if (inputSources.empty())
+      return std::make_pair(*inferredAt, ShapeElement{factor, nullptr, 0});
+    return std::make_pair(*inferredAt,
+                          ShapeElement{std::nullopt, input, inputSources.front().second, factor});
   }
 
   static bool allKnown(ArrayRef<ShapeElement> elements) {
@@ -902,44 +885,20 @@ struct FoldConstantsPass
   }
 
   /// Whether `shape` is already a constant or a concat of one-entry
-  /// constants and unsqueezed kiln.dim values.
+  /// constants and unsqueezed kiln.dim values (or multiples of them).
   static bool isEntryList(Value shape) {
     if (shape.getDefiningOp<ConstantOp>())
       return true;
     auto concat = shape.getDefiningOp<ConcatOp>();
     return concat && llvm::all_of(concat.getInputs(), [](Value entry) {
              auto unsqueeze = entry.getDefiningOp<UnsqueezeOp>();
-             return entry.getDefiningOp<ConstantOp>() ||
-                    (unsqueeze && unsqueeze.getInput().getDefiningOp<DimOp>());
+             if (entry.getDefiningOp<ConstantOp>())
+               return true;
+             Value scalar = unsqueeze ? unsqueeze.getInput() : Value();
+             if (auto mul = scalar ? scalar.getDefiningOp<MulOp>() : nullptr)
+               scalar = mul.getRhs().getDefiningOp<ConstantOp>() ? mul.getLhs() : Value();
+             return scalar && scalar.getDefiningOp<DimOp>();
            });
-  }
-
-  /// The list `elements` (each a constant or a dim) as kiln ops: one-entry
-  /// constants and unsqueezed kiln.dim values, concatenated into `type`;
-  /// the scalar `replacement` stands at index `replacedAt` instead.
-  static Value buildEntryList(OpBuilder &builder, Location loc, ArrayRef<ShapeElement> elements,
-                              RankedTensorType type,
-                              std::optional<size_t> replacedAt = std::nullopt,
-                              Value replacement = {}) {
-    auto scalarType = RankedTensorType::get({}, builder.getI64Type());
-    auto entryType = RankedTensorType::get({1}, builder.getI64Type());
-    SmallVector<Value> entries;
-    for (auto [at, element] : llvm::enumerate(elements)) {
-      bool replaced = replacedAt == at;
-      if (!replaced && element.constant) {
-        entries.push_back(builder.create<ConstantOp>(
-            loc, DenseElementsAttr::get(entryType, ArrayRef<int64_t>{*element.constant})));
-        continue;
-      }
-      Value scalar = replaced ? replacement
-                              : builder.create<DimOp>(loc, scalarType, element.tensor,
-                                                      builder.getI64IntegerAttr(element.index));
-      entries.push_back(
-          builder.create<UnsqueezeOp>(loc, entryType, scalar, builder.getDenseI64ArrayAttr({0})));
-    }
-    if (entries.size() == 1)
-      return entries.front();
-    return builder.create<ConcatOp>(loc, type, entries, builder.getI64IntegerAttr(0));
   }
 
   /// A slice of shape_of(x) with constant bounds (the dynamo exporter's
@@ -957,7 +916,7 @@ struct FoldConstantsPass
         static_cast<int64_t>(elements->size()) != slice.getType().getNumElements())
       return false;
     OpBuilder builder(slice);
-    Value list = buildEntryList(builder, slice.getLoc(), *elements, slice.getType());
+    Value list = buildShape(builder, slice.getLoc(), *elements);
     slice.getResult().replaceAllUsesWith(list);
     slice.erase();
     return true;
@@ -983,8 +942,7 @@ struct FoldConstantsPass
       if (keepsInputDim(reshape, element, dim))
         return true;
       DimSource source = traceDim(input, dim);
-      return element.tensor && !source.size &&
-             traceDim(element.tensor, element.index) == source;
+      return !source.size && traceElement(element) == source;
     };
     int inferred = 0;
     for (auto [dim, element] : llvm::enumerate(*elements)) {

@@ -1,9 +1,12 @@
 //===- FuseAttention.cpp - The kiln-fuse-attention pass -------------------===//
 //
-// Recognizes softmax(where(keep, Q·Kᵀ * scale, fill) + bias) · V, with each
-// of the where, the bias add and the scale optional (and the scale on either
-// side of the where), and replaces it with one kiln.attention op. Exporters
-// emit Kᵀ as a transpose of the last two dims.
+// Recognizes softmax(where(keep, Q·Kᵀ * scale + position_bias, fill) +
+// bias) · V, with each of the where, the adds and the scale optional (and
+// the scale on either side of the where), and replaces it with one
+// kiln.attention op. Exporters emit Kᵀ as a transpose of the last two dims.
+// The products may run on the heads folded into the batch ([B·H, T, D], as
+// BLOOM's baddbmm and bmm do) while the masks and the softmax see the heads
+// ([B, H, Tq, Tk]); the fused op then runs on the heads unfolded.
 // Grouped-query attention's repeat_kv of K and V is then absorbed into the
 // op, which maps query heads to key/value heads itself, and so is a decode
 // step's append of the new keys and values to the KV cache.
@@ -31,17 +34,122 @@ namespace {
 struct ScoreChain {
   MatMulOp scores;
   Value query, keyTransposed;
+  /// Added to the scaled product beneath the where (by the add
+  /// `positionBiasAdd`); positionBiasScale multiplies it (the scales above
+  /// its add).
+  Value positionBias;
+  AddOp positionBiasAdd;
+  double positionBiasScale = 1.0;
   Value keep, bias;
+  /// Whether the where fills where `keep` holds, so the op keeps !keep.
+  bool keepNegated = false;
   double scale = 1.0, maskedValue = 0.0;
+  /// The reshape that unfolds the product's [B·H] into [B, H] below the
+  /// masks, if the product runs on folded heads.
+  ReshapeOp headSplit;
 };
+
+/// `shape` [B·H, ...] with its first dim unfolded into [B, H].
+SmallVector<int64_t> unfoldedHeads(ArrayRef<int64_t> shape, int64_t heads) {
+  SmallVector<int64_t> unfolded = {
+      ShapedType::isDynamic(shape[0]) ? ShapedType::kDynamic : shape[0] / heads, heads};
+  llvm::append_range(unfolded, shape.drop_front());
+  return unfolded;
+}
+
+/// The shape a 3-D attention operand takes in the fused op: with `heads`
+/// (folded into its batch), unfolded; else as one batch entry of B·H heads.
+SmallVector<int64_t> fusedShape(Value operand, std::optional<int64_t> heads) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(operand.getType()).getShape();
+  if (shape.size() == 4)
+    return SmallVector<int64_t>(shape);
+  if (heads)
+    return unfoldedHeads(shape, *heads);
+  SmallVector<int64_t> batched = {1};
+  llvm::append_range(batched, shape);
+  return batched;
+}
+
+/// Whether `folded` [N, X, Y] is `unfolded` [B, H, X, Y] (H static) with
+/// its heads folded into the first dim, given that the two hold as many
+/// elements: two of N = B·H, X and Y are provably so (traceDim), and the
+/// element count makes the third so too.
+bool provablyFoldedHeads(Value folded, Value unfolded) {
+  auto foldedType = cast<RankedTensorType>(folded.getType());
+  auto unfoldedType = cast<RankedTensorType>(unfolded.getType());
+  int64_t heads = unfoldedType.getRank() == 4 ? unfoldedType.getDimSize(1) : 0;
+  if (foldedType.getRank() != 3 || ShapedType::isDynamic(heads) || heads <= 0)
+    return false;
+  std::optional<DimSource> batchTimesHeads = traceDim(unfolded, 0).times(heads);
+  int proven = (batchTimesHeads && traceDim(folded, 0) == *batchTimesHeads) +
+               (traceDim(folded, 1) == traceDim(unfolded, 2)) +
+               (traceDim(folded, 2) == traceDim(unfolded, 3));
+  return proven >= 2;
+}
+
+/// The reshape that `value` is, when it unfolds its input's first dim into
+/// [B, H] and keeps the other dims.
+ReshapeOp headUnfolding(Value value) {
+  auto reshape = elementReadOnceProducer<ReshapeOp>(value);
+  return reshape && provablyFoldedHeads(reshape.getInput(), reshape) ? reshape : nullptr;
+}
+
+/// The reshape that `value` is, when it folds its rank-4 input's first two
+/// dims, [B, H] for a static H, into one; the pattern proves it does (and
+/// keeps the other dims) against the scores.
+ReshapeOp headFolding(Value value) {
+  auto reshape = elementReadOnceProducer<ReshapeOp>(value);
+  if (!reshape || cast<RankedTensorType>(reshape.getType()).getRank() != 3 ||
+      cast<RankedTensorType>(reshape.getInput().getType()).getRank() != 4 ||
+      ShapedType::isDynamic(
+          cast<RankedTensorType>(reshape.getInput().getType()).getDimSize(1)))
+    return nullptr;
+  return reshape;
+}
+
+/// Dim `dim` of `value` as a shape entry: its static size, or a read of it.
+ShapeElement dimEntry(Value value, int64_t dim) {
+  int64_t size = cast<RankedTensorType>(value.getType()).getDimSize(dim);
+  return ShapedType::isDynamic(size) ? ShapeElement{std::nullopt, value, dim}
+                                     : ShapeElement{size, nullptr, 0};
+}
+
+/// `folded` [B·H, ...] (3-D) as [B, H, ...]: the tensor it was folded from,
+/// where a reshape provably did that (so that a KV-cache concat stays in
+/// sight), else a new reshape.
+Value unfoldHeads(PatternRewriter &rewriter, Location loc, Value folded, int64_t heads) {
+  if (auto fold = folded.getDefiningOp<ReshapeOp>())
+    if (cast<RankedTensorType>(fold.getInput().getType()).getRank() == 4 &&
+        cast<RankedTensorType>(fold.getInput().getType()).getDimSize(1) == heads &&
+        provablyFoldedHeads(folded, fold.getInput()))
+      return fold.getInput();
+  auto type = cast<RankedTensorType>(folded.getType());
+  return rewriter.create<ReshapeOp>(
+      loc, type.clone(unfoldedHeads(type.getShape(), heads)), folded,
+      buildShape(rewriter, loc,
+                 {ShapeElement{-1, nullptr, 0}, ShapeElement{heads, nullptr, 0},
+                  dimEntry(folded, 1), dimEntry(folded, 2)}));
+}
+
+/// `unfolded` [B, H, ...] (4-D) folded into `type` [B·H, ...].
+Value foldHeads(PatternRewriter &rewriter, Location loc, Value unfolded,
+                RankedTensorType type) {
+  int64_t heads = cast<RankedTensorType>(unfolded.getType()).getDimSize(1);
+  ShapeElement batch = dimEntry(unfolded, 0);
+  if (batch.constant)
+    *batch.constant *= heads;
+  else
+    batch.factor = heads;
+  return rewriter.create<ReshapeOp>(
+      loc, type, unfolded,
+      buildShape(rewriter, loc, {batch, dimEntry(unfolded, 2), dimEntry(unfolded, 3)}));
+}
 
 /// Batch and head dims (all but the last two) of two attention operands must
 /// be the same size at run time: equal, or dynamic against anything but a
 /// static 1 (checked when lowered). A static 1 that the unfused product would
 /// broadcast is not fused.
-bool sameBatchAndHeads(Value a, Value b) {
-  ArrayRef<int64_t> x = cast<RankedTensorType>(a.getType()).getShape();
-  ArrayRef<int64_t> y = cast<RankedTensorType>(b.getType()).getShape();
+bool sameBatchAndHeads(ArrayRef<int64_t> x, ArrayRef<int64_t> y) {
   auto same = [](int64_t p, int64_t q) {
     return p == q || (ShapedType::isDynamic(p) && q != 1) ||
            (ShapedType::isDynamic(q) && p != 1);
@@ -58,7 +166,7 @@ bool sameBatchAndHeads(Value a, Value b) {
 /// export).
 Value peelScales(Value value, double &scale) {
   while (true) {
-    if (auto div = singleUseProducer<DivOp>(value)) {
+    if (auto div = elementReadOnceProducer<DivOp>(value)) {
       std::optional<double> divisor = scalarConstantValue(div.getRhs());
       if (!divisor || *divisor == 0 || !sameType(div.getLhs(), div))
         return value;
@@ -66,7 +174,7 @@ Value peelScales(Value value, double &scale) {
       value = div.getLhs();
       continue;
     }
-    auto mul = singleUseProducer<MulOp>(value);
+    auto mul = elementReadOnceProducer<MulOp>(value);
     if (!mul)
       return value;
     Value scaled;
@@ -88,19 +196,49 @@ Value peelScales(Value value, double &scale) {
 /// constants with an optional where among them, then the product, whose
 /// operands may be scaled too. A scale above the where scales its fill as
 /// well, where(keep, s, fill) · c being where(keep, s · c, fill · c): GPT-2
-/// masks the scaled scores, GPT-J scales the masked ones.
+/// masks the scaled scores, GPT-J scales the masked ones. The where may
+/// also fill where its condition holds (masked_fill(s, masked, fill), as
+/// MPT and older BLOOM write it): the op keeps where it does not.
 std::optional<ScoreChain> matchMaskedScores(Value scores) {
   ScoreChain chain;
   scores = peelScales(scores, chain.scale);
-  if (auto where = singleUseProducer<WhereOp>(scores)) {
-    std::optional<double> fill = scalarConstantValue(where.getOnFalse());
-    if (!fill || !sameType(where.getOnTrue(), where))
+  if (auto where = elementReadOnceProducer<WhereOp>(scores)) {
+    chain.keepNegated = !scalarConstantValue(where.getOnFalse());
+    Value kept = chain.keepNegated ? where.getOnFalse() : where.getOnTrue();
+    std::optional<double> fill =
+        scalarConstantValue(chain.keepNegated ? where.getOnTrue() : where.getOnFalse());
+    if (!fill || !sameType(kept, where))
       return std::nullopt;
     chain.keep = where.getCondition();
     chain.maskedValue = *fill * chain.scale;
-    scores = where.getOnTrue();
+    scores = kept;
   }
-  chain.scores = singleUseProducer<MatMulOp>(peelScales(scores, chain.scale));
+  // Beneath the masks: scales, at most one unfolding of folded heads, and
+  // an add of a position bias, in any order.
+  auto peelUnfolding = [](ScoreChain &chain, Value scores) {
+    scores = peelScales(scores, chain.scale);
+    if (!chain.headSplit)
+      if ((chain.headSplit = headUnfolding(scores)))
+        scores = peelScales(chain.headSplit.getInput(), chain.scale);
+    return scores;
+  };
+  scores = peelUnfolding(chain, scores);
+  if (auto add = elementReadOnceProducer<AddOp>(scores)) {
+    for (Value candidate : {add.getLhs(), add.getRhs()}) {
+      ScoreChain withBias = chain;
+      Value product = peelUnfolding(withBias, candidate);
+      if (!sameType(candidate, add) || !elementReadOnceProducer<MatMulOp>(product))
+        continue;
+      withBias.positionBiasAdd = add;
+      withBias.positionBiasScale = chain.scale;
+      withBias.positionBias =
+          peelScales(otherOperand(add, candidate), withBias.positionBiasScale);
+      chain = withBias;
+      scores = product;
+      break;
+    }
+  }
+  chain.scores = elementReadOnceProducer<MatMulOp>(scores);
   if (!chain.scores)
     return std::nullopt;
   chain.query = peelScales(chain.scores.getLhs(), chain.scale);
@@ -111,7 +249,7 @@ std::optional<ScoreChain> matchMaskedScores(Value scores) {
 /// Walks from the softmax input up to the Q·Kᵀ product, through an optional
 /// add of an additive mask on either side.
 std::optional<ScoreChain> matchScoreChain(Value scores) {
-  auto add = singleUseProducer<AddOp>(scores);
+  auto add = elementReadOnceProducer<AddOp>(scores);
   if (!add)
     return matchMaskedScores(scores);
   for (Value candidate : {add.getLhs(), add.getRhs()}) {
@@ -216,10 +354,10 @@ bool broadcastsInto(Value mask, Value scores) {
 /// which.
 SoftmaxOp matchWeights(Value weights, bool &guarded) {
   guarded = false;
-  if (auto softmax = singleUseProducer<SoftmaxOp>(weights))
+  if (auto softmax = elementReadOnceProducer<SoftmaxOp>(weights))
     return softmax;
-  auto where = singleUseProducer<WhereOp>(weights);
-  auto isNaN = where ? singleUseProducer<CompareOp>(where.getCondition()) : nullptr;
+  auto where = elementReadOnceProducer<WhereOp>(weights);
+  auto isNaN = where ? elementReadOnceProducer<CompareOp>(where.getCondition()) : nullptr;
   Value probabilities = where ? where.getOnFalse() : Value();
   if (!isNaN || isNaN.getPredicate() != ComparePredicate::ne ||
       isNaN.getLhs() != probabilities || isNaN.getRhs() != probabilities ||
@@ -247,67 +385,118 @@ Value zeroNaNs(PatternRewriter &rewriter, Location loc, Value x) {
   return rewriter.create<WhereOp>(loc, type, isNaN, zero, x);
 }
 
+/// `value` · `factor` (a kiln.mul by a scalar constant unless the factor is
+/// 1): the position bias, scaled by what scales the scores above its add.
+Value scaled(PatternRewriter &rewriter, Location loc, Value value, double factor) {
+  if (factor == 1.0)
+    return value;
+  auto type = cast<RankedTensorType>(value.getType());
+  Value constant = rewriter.create<ConstantOp>(
+      loc, cast<ElementsAttr>(DenseElementsAttr::get(
+               RankedTensorType::get({}, type.getElementType()),
+               rewriter.getFloatAttr(type.getElementType(), factor))));
+  return rewriter.create<MulOp>(loc, type, value, constant);
+}
+
 struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(MatMulOp output,
                                 PatternRewriter &rewriter) const override {
+    // The weights may come folded into [B·H, Tq, Tk] for the product by V.
+    ReshapeOp headFold = headFolding(output.getLhs());
     bool guarded;
-    SoftmaxOp softmax = matchWeights(output.getLhs(), guarded);
+    SoftmaxOp softmax =
+        matchWeights(headFold ? headFold.getInput() : output.getLhs(), guarded);
     int64_t rank = cast<RankedTensorType>(output.getType()).getRank();
+    int64_t weightsRank = headFold ? 4 : rank;
     if (!softmax || output.getTransposeB() || (rank != 3 && rank != 4) ||
-        static_cast<int64_t>(softmax.getAxis()) != rank - 1)
+        static_cast<int64_t>(softmax.getAxis()) != weightsRank - 1)
       return rewriter.notifyMatchFailure(output, "not softmax(...) · V");
     std::optional<ScoreChain> chain = matchScoreChain(softmax.getInput());
     if (!chain)
       return rewriter.notifyMatchFailure(output, "no Q·Kᵀ score chain");
+    // Folded heads, if any: the unfolding's and the folding's, which agree.
+    std::optional<int64_t> heads;
+    for (ReshapeOp reshape : {chain->headSplit, headFold})
+      if (reshape) {
+        int64_t count = cast<RankedTensorType>(
+                            (reshape == headFold ? reshape.getInput() : reshape.getResult())
+                                .getType())
+                            .getDimSize(1);
+        if (heads && *heads != count)
+          return rewriter.notifyMatchFailure(output, "heads folded by different counts");
+        heads = count;
+      }
     Value query = chain->query, keyTransposed = chain->keyTransposed;
     Value value = output.getRhs();
-    if (!isAttentionOperand(query, rank) || !isAttentionOperand(keyTransposed, rank) ||
+    Value scores = chain->scores.getResult();
+    int64_t productRank = chain->headSplit ? 3 : weightsRank;
+    if (!isAttentionOperand(query, productRank) ||
+        !isAttentionOperand(keyTransposed, productRank) ||
         !isAttentionOperand(value, rank) || !isAttentionOperand(output, rank))
       return rewriter.notifyMatchFailure(output, "not f32 Q, K, V of one rank");
-    if (!sameBatchAndHeads(query, keyTransposed) ||
-        !sameBatchAndHeads(keyTransposed, value))
+    if (!sameBatchAndHeads(fusedShape(query, heads), fusedShape(keyTransposed, heads)) ||
+        !sameBatchAndHeads(fusedShape(keyTransposed, heads), fusedShape(value, heads)))
       return rewriter.notifyMatchFailure(output, "batch or heads broadcast");
-    Value scores = chain->scores.getResult();
+    Value maskedScores = chain->headSplit ? chain->headSplit.getResult() : scores;
     for (Value mask : {chain->keep, chain->bias})
-      if (mask && !broadcastsInto(mask, scores))
+      if (mask && !broadcastsInto(mask, maskedScores))
         return rewriter.notifyMatchFailure(output, "mask grows the scores");
-    if (chain->bias && !cast<RankedTensorType>(chain->bias.getType())
-                            .getElementType()
-                            .isF32())
-      return rewriter.notifyMatchFailure(output, "bias is not f32");
+    for (Value bias : {chain->positionBias, chain->bias})
+      if (bias && !cast<RankedTensorType>(bias.getType()).getElementType().isF32())
+        return rewriter.notifyMatchFailure(output, "bias is not f32");
+    // The folding keeps the scores' dims: the fused op checks at run time
+    // that the masks do not grow them, so the weights have the same shape.
+    if (headFold && !provablyFoldedHeads(headFold, maskedScores))
+      return rewriter.notifyMatchFailure(output, "weights not provably folded by heads");
     Value key = keyOf(*chain, rewriter);
     if (!key)
       return rewriter.notifyMatchFailure(output, "K is not read transposed");
 
-    // Batched attention runs as one batch entry of B·H heads, its masks
-    // right-aligned to the 4-D scores.
+    // The fused op is 4-D: operands of products on folded heads are
+    // unfolded; batched attention runs as one batch entry of B·H heads, its
+    // masks right-aligned to the 4-D scores.
     Location loc = output.getLoc();
-    auto as4d = [&](Value operand) {
-      return operand ? withLeadingUnitDims(
-                           rewriter, loc, operand,
-                           4 - cast<RankedTensorType>(operand.getType()).getRank())
-                     : operand;
+    auto as4d = [&](Value operand, bool foldedHeads) {
+      if (!operand)
+        return operand;
+      auto type = cast<RankedTensorType>(operand.getType());
+      if (foldedHeads && type.getRank() == 3 && type.getDimSize(0) != 1)
+        return unfoldHeads(rewriter, loc, operand, *heads);
+      return withLeadingUnitDims(rewriter, loc, operand, 4 - type.getRank());
     };
+    bool foldedProduct = static_cast<bool>(chain->headSplit);
+    bool foldedBias = foldedProduct && chain->positionBias &&
+                      cast<RankedTensorType>(chain->positionBiasAdd.getType()).getRank() == 3;
+    // One statement each: the new ops come in operand order.
+    Value query4d = as4d(query, foldedProduct);
+    Value key4d = as4d(key, foldedProduct);
+    Value value4d = as4d(value, static_cast<bool>(headFold));
+    Value positionBias4d = as4d(chain->positionBias, foldedBias);
+    if (positionBias4d)
+      positionBias4d = scaled(rewriter, loc, positionBias4d, chain->positionBiasScale);
+    Value keep4d = as4d(chain->keep, false);
+    if (chain->keepNegated)
+      keep4d = rewriter.create<NotOp>(loc, keep4d.getType(), keep4d);
+    Value bias4d = as4d(chain->bias, false);
     auto outputType = cast<RankedTensorType>(output.getType());
-    SmallVector<int64_t> resultShape(4 - rank, 1);
-    llvm::append_range(resultShape, outputType.getShape());
-    // One statement each: the unsqueezes come in operand order.
-    Value query4d = as4d(query);
-    Value key4d = as4d(key);
-    Value value4d = as4d(value);
-    Value keep4d = as4d(chain->keep);
-    Value bias4d = as4d(chain->bias);
+    RankedTensorType resultType = outputType;
+    if (rank == 3)
+      resultType = outputType.clone(headFold ? unfoldedHeads(outputType.getShape(), *heads)
+                                             : fusedShape(output, std::nullopt));
     auto attention = rewriter.create<AttentionOp>(
-        loc, outputType.clone(resultShape), TypeRange(), query4d, key4d, value4d,
-        ValueRange(), keep4d, bias4d,
-        rewriter.getF32FloatAttr(chain->scale),
+        loc, resultType, TypeRange(), query4d, key4d, value4d, ValueRange(),
+        positionBias4d, keep4d, bias4d, rewriter.getF32FloatAttr(chain->scale),
         rewriter.getF32FloatAttr(chain->keep ? chain->maskedValue : 0.0));
     Value result = attention.getResult();
-    if (rank == 3)
-      result = rewriter.create<SqueezeOp>(loc, output.getType(), result,
+    if (headFold) {
+      // Folded back into [B·H, Tq, Dv]: the product's result.
+      result = foldHeads(rewriter, loc, result, outputType);
+    } else if (rank == 3) {
+      result = rewriter.create<SqueezeOp>(loc, outputType, result,
                                           rewriter.getDenseI64ArrayAttr({0}));
+    }
     // The kernel's fully masked rows are NaN, as the unfused softmax's are;
     // the guard then zeroes them. Zeroing the output's NaNs instead of the
     // weights' is the same function wherever V is finite (0 · V = 0).
@@ -386,8 +575,8 @@ struct AbsorbRepeatedHeads : public OpRewritePattern<AttentionOp> {
       return rewriter.notifyMatchFailure(attention, "query heads not Hkv·group");
     rewriter.replaceOpWithNewOp<AttentionOp>(
         attention, attention.getResultTypes(), attention.getQuery(), key->first,
-        value->first, attention.getPast(), attention.getKeep(),
-        attention.getBias(), attention.getScaleAttr(),
+        value->first, attention.getPast(), attention.getPositionBias(),
+        attention.getKeep(), attention.getBias(), attention.getScaleAttr(),
         attention.getMaskedValueAttr());
     return success();
   }
@@ -476,8 +665,8 @@ struct AbsorbCacheConcat : public OpRewritePattern<AttentionOp> {
                   values.getType()},
         attention.getQuery(), keys.getInputs()[1], values.getInputs()[1],
         ValueRange{keys.getInputs()[0], values.getInputs()[0]},
-        attention.getKeep(), attention.getBias(), attention.getScaleAttr(),
-        attention.getMaskedValueAttr());
+        attention.getPositionBias(), attention.getKeep(), attention.getBias(),
+        attention.getScaleAttr(), attention.getMaskedValueAttr());
     rewriter.replaceOp(attention, fused.getResult());
     rewriter.replaceOp(keys, fused.getPresents()[0]);
     rewriter.replaceOp(values, fused.getPresents()[1]);

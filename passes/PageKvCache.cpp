@@ -206,7 +206,8 @@ struct PageKvCachePass : public impl::KilnPageKvCacheBase<PageKvCachePass> {
       auto paged = builder.create<PagedAttentionOp>(
           attention.getLoc(), attention.getResult().getType(), attention.getQuery(),
           attention.getKey(), attention.getValue(), pool, tables, lengths, width,
-          attention.getKeep(), attention.getBias(), builder.getI64IntegerAttr(layer),
+          attention.getPositionBias(), attention.getKeep(), attention.getBias(),
+          builder.getI64IntegerAttr(layer),
           attention.getScaleAttr(), attention.getMaskedValueAttr());
       attention.getResult().replaceAllUsesWith(paged.getResult());
       // The outputs: the new rows instead of the presents.

@@ -56,7 +56,7 @@ bool keepsOperandShape(Operation *op) {
 
 bool ShapeElement::isDimOf(Value value, int64_t dim) const {
   if (tensor)
-    return tensor == value && index == dim;
+    return factor == 1 && tensor == value && index == dim;
   int64_t size = cast<RankedTensorType>(value.getType()).getDimSize(dim);
   return !ShapedType::isDynamic(size) && constant == size;
 }
@@ -66,11 +66,38 @@ bool keepsInputDim(ReshapeOp reshape, const ShapeElement &entry, int64_t dim) {
          (entry.isConstant(0) && !reshape.getAllowZero());
 }
 
+std::optional<DimSource> DimSource::times(int64_t multiple) const {
+  DimSource product = *this;
+  if (size ? llvm::MulOverflow(*size, multiple, *product.size)
+           : llvm::MulOverflow(factor, multiple, product.factor))
+    return std::nullopt;
+  return product;
+}
+
 /// A 0-d i64 value as a shape entry.
 static std::optional<ShapeElement> scalarElement(Value scalar) {
   if (auto dim = scalar.getDefiningOp<DimOp>())
     return ShapeElement{std::nullopt, dim.getInput(),
                         static_cast<int64_t>(dim.getIndex())};
+  // A dim times a positive constant (torch's batch_size * num_heads).
+  if (auto mul = scalar.getDefiningOp<MulOp>()) {
+    std::optional<ShapeElement> x = scalarElement(mul.getLhs()),
+                                y = scalarElement(mul.getRhs());
+    if (!x || !y)
+      return std::nullopt;
+    if (x->constant && y->constant) {
+      int64_t product;
+      if (llvm::MulOverflow(*x->constant, *y->constant, product))
+        return std::nullopt;
+      return ShapeElement{product, nullptr, 0};
+    }
+    if (x->constant)
+      std::swap(x, y);
+    if (!x->tensor || !y->constant || *y->constant <= 0 ||
+        llvm::MulOverflow(x->factor, *y->constant, x->factor))
+      return std::nullopt;
+    return x;
+  }
   // The one entry of a list squeezed to a scalar (torch's x.size(-1) as
   // the TorchScript exporter writes it: a slice of shape_of, squeezed).
   if (auto squeeze = scalar.getDefiningOp<SqueezeOp>()) {
@@ -94,11 +121,38 @@ static std::optional<ShapeElement> scalarElement(Value scalar) {
   return ShapeElement{(*dense.begin()).getSExtValue(), nullptr, 0};
 }
 
+Value buildShape(OpBuilder &builder, Location loc, ArrayRef<ShapeElement> elements) {
+  auto scalarType = RankedTensorType::get({}, builder.getI64Type());
+  auto entryType = RankedTensorType::get({1}, builder.getI64Type());
+  SmallVector<Value> entries;
+  for (const ShapeElement &element : elements) {
+    if (element.constant) {
+      entries.push_back(builder.create<ConstantOp>(
+          loc, DenseElementsAttr::get(entryType, ArrayRef<int64_t>{*element.constant})));
+      continue;
+    }
+    Value scalar = builder.create<DimOp>(loc, scalarType, element.tensor,
+                                         builder.getI64IntegerAttr(element.index));
+    if (element.factor != 1)
+      scalar = builder.create<MulOp>(
+          loc, scalarType, scalar,
+          builder.create<ConstantOp>(
+              loc, DenseElementsAttr::get(scalarType, ArrayRef<int64_t>{element.factor})));
+    entries.push_back(
+        builder.create<UnsqueezeOp>(loc, entryType, scalar, builder.getDenseI64ArrayAttr({0})));
+  }
+  if (entries.size() == 1)
+    return entries.front();
+  auto type = RankedTensorType::get({static_cast<int64_t>(entries.size())}, builder.getI64Type());
+  return builder.create<ConcatOp>(loc, type, entries, builder.getI64IntegerAttr(0));
+}
+
 /// Whether entries `a` and `b` are equal (true/false), or unknown.
 static std::optional<bool> equal(const ShapeElement &a, const ShapeElement &b) {
   if (a.constant && b.constant)
     return *a.constant == *b.constant;
-  if (a.tensor && b.tensor && a.tensor == b.tensor && a.index == b.index)
+  if (a.tensor && b.tensor && a.tensor == b.tensor && a.index == b.index &&
+      a.factor == b.factor)
     return true;
   // A size is never negative.
   if ((a.tensor && b.constant && *b.constant < 0) ||
@@ -312,7 +366,7 @@ private:
         return here;
       const ShapeElement &element = (*elements)[dim];
       if (element.tensor)
-        return next(element.tensor, element.index);
+        return next(element.tensor, element.index).times(element.factor).value_or(here);
       if (element.constant && *element.constant > 0)
         return {*element.constant, nullptr, 0};
       // 0 copies the input's dim (unless allow_zero makes it an empty
@@ -322,14 +376,19 @@ private:
         return next(reshape.getInput(), dim);
       return here;
     }
-    // A product's rows are its input's, whatever the weight's layout; a
-    // matmul by a batch of matrices may broadcast them.
+    // A product's rows are its input's, whatever the weight's layout.
     if (auto linear = dyn_cast<LinearOp>(op))
       return dim == rank - 1 ? here : next(linear.getInput(), dim);
+    // A matmul's rows are its lhs's and its columns its rhs's; its batch
+    // dims broadcast as an elementwise op's do (below).
     if (auto matmul = dyn_cast<MatMulOp>(op)) {
-      if (rankOf(matmul.getRhs()) != 2 || dim == rank - 1)
-        return here;
-      return next(matmul.getLhs(), dim);
+      Value lhs = matmul.getLhs(), rhs = matmul.getRhs();
+      int64_t rhsRank = rankOf(rhs);
+      if (dim == rank - 2)
+        return next(lhs, rankOf(lhs) - 2);
+      if (dim == rank - 1)
+        return next(rhs, matmul.getTransposeB() ? rhsRank - 2 : rhsRank - 1);
+      return broadcastSource({lhs, rhs}, dim, rank, here, depth);
     }
     if (auto attention = dyn_cast<AttentionOp>(op)) {
       if (value == attention.getResult())
@@ -361,23 +420,28 @@ private:
       return dim == static_cast<int64_t>(concat.getAxis())
                  ? here
                  : next(concat.getInputs()[0], dim);
-    if (op->hasTrait<OpTrait::ResultsBroadcastableShape>()) {
-      // The result's size is the operands' where they agree; an operand of
-      // static size 1, or without the dim, broadcasts and does not count.
-      std::optional<DimSource> agreed;
-      for (Value operand : op->getOperands()) {
-        int64_t operandDim = dim - (rank - rankOf(operand));
-        if (operandDim < 0 ||
-            cast<RankedTensorType>(operand.getType()).getDimSize(operandDim) == 1)
-          continue;
-        DimSource source = next(operand, operandDim);
-        if (agreed && !(*agreed == source))
-          return here;
-        agreed = source;
-      }
-      return agreed ? *agreed : here;
-    }
+    if (op->hasTrait<OpTrait::ResultsBroadcastableShape>())
+      return broadcastSource(op->getOperands(), dim, rank, here, depth);
     return here;
+  }
+
+  /// The source of broadcast dim `dim` of a rank-`rank` result: the
+  /// operands' where they agree (`here` where they do not); an operand of
+  /// static size 1, or without the dim, broadcasts and does not count.
+  DimSource broadcastSource(ValueRange operands, int64_t dim, int64_t rank,
+                            DimSource here, int depth) {
+    std::optional<DimSource> agreed;
+    for (Value operand : operands) {
+      int64_t operandDim = dim - (rank - rankOf(operand));
+      if (operandDim < 0 ||
+          cast<RankedTensorType>(operand.getType()).getDimSize(operandDim) == 1)
+        continue;
+      DimSource source = trace(operand, operandDim, depth + 1);
+      if (agreed && !(*agreed == source))
+        return here;
+      agreed = source;
+    }
+    return agreed ? *agreed : here;
   }
 
   llvm::DenseMap<std::pair<Value, int64_t>, DimSource> memo_;
@@ -387,6 +451,12 @@ private:
 
 DimSource traceDim(Value value, int64_t dim) {
   return DimTracer().trace(value, dim);
+}
+
+std::optional<DimSource> traceElement(const ShapeElement &element) {
+  if (!element.tensor)
+    return std::nullopt;
+  return traceDim(element.tensor, element.index).times(element.factor);
 }
 
 bool provablySameShape(Value a, Value b) {

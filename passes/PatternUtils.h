@@ -30,6 +30,19 @@ template <typename OpTy> OpTy singleUseProducer(mlir::Value value) {
   return op && op->getResult(0).hasOneUse() ? op : OpTy();
 }
 
+/// singleUseProducer, except that users that read only the shape
+/// (kiln.dim) do not count: kiln-fold-constants writes a reshape's -1 out as
+/// a dim of the reshape's input, which a fusion of the chain leaves dead.
+template <typename OpTy> OpTy elementReadOnceProducer(mlir::Value value) {
+  auto op = value.getDefiningOp<OpTy>();
+  if (!op)
+    return OpTy();
+  int64_t readers = llvm::count_if(value.getUsers(), [](mlir::Operation *user) {
+    return !mlir::isa<DimOp>(user);
+  });
+  return readers == 1 ? op : OpTy();
+}
+
 /// Whether the kiln op `op`'s result has the shape of its first operand, as
 /// its verifier requires: elementwise ops of one operand, casts, softmax,
 /// the normalizations and clamp.
@@ -42,12 +55,13 @@ inline bool sameType(mlir::Value value, mlir::Value like) {
 }
 
 /// One entry of a 1-D shape tensor as known at compile time: a constant, or
-/// dim `index` of `tensor` (a size, so never negative), or neither when it is
-/// computed otherwise.
+/// dim `index` of `tensor` (a size, so never negative) times `factor` (B·H:
+/// heads folded into the batch), or neither when it is computed otherwise.
 struct ShapeElement {
   std::optional<int64_t> constant;
   mlir::Value tensor;
   int64_t index = 0;
+  int64_t factor = 1;
 
   /// Whether the entry is dim `dim` of `value`: that very dim, or a constant
   /// equal to its static size.
@@ -61,6 +75,12 @@ struct ShapeElement {
 /// unknown entries, and ONNX Expand's where(shape == -1, 1, shape), whose
 /// undecided comparisons give unknown entries).
 std::optional<llvm::SmallVector<ShapeElement>> shapeElements(mlir::Value shape);
+
+/// The shape list `elements` (each a constant or a multiple of a dim) as
+/// kiln ops, which the lowerings read entry by entry: one-entry constants
+/// and unsqueezed kiln.dim values (times their factors), concatenated.
+mlir::Value buildShape(mlir::OpBuilder &builder, mlir::Location loc,
+                       llvm::ArrayRef<ShapeElement> elements);
 
 /// Whether `entry`, at index `dim` of `reshape`'s shape, keeps its input's
 /// dim there: it is that dim, or a 0 that copies it (allowzero = 0).
@@ -76,20 +96,30 @@ struct DimSource {
   std::optional<int64_t> size;
   mlir::Value tensor;
   int64_t index = 0;
+  /// With `tensor`: the size is that dim times this (a reshape's B·H entry).
+  int64_t factor = 1;
 
   bool operator==(const DimSource &other) const {
     return size ? size == other.size
-                : !other.size && tensor == other.tensor && index == other.index;
+                : !other.size && tensor == other.tensor && index == other.index &&
+                      factor == other.factor;
   }
+  /// This size times `multiple`, or nothing on overflow.
+  std::optional<DimSource> times(int64_t multiple) const;
 };
 
 /// The source of dim `dim` of `value`: through shape-preserving ops
 /// (elementwise, casts, normalizations, softmax, tensor.cast), transposes,
-/// reshapes whose target entry is a known dim or constant, a broadcasting
-/// op's operands when they agree, the rows of a product by a 2-D weight,
+/// reshapes whose target entry is a known dim or constant (or a multiple of
+/// one), a broadcasting op's operands when they agree, a product's rows,
+/// columns and (broadcast) batch dims,
 /// split, concat and slice off their axes, a gather's indices and data,
 /// and attention's query dims.
 DimSource traceDim(mlir::Value value, int64_t dim);
+
+/// The source of the size a shape entry names: its dim's source times its
+/// factor. Nothing for an entry that names no dim.
+std::optional<DimSource> traceElement(const ShapeElement &element);
 
 /// Whether `a` and `b` provably have the same shape at run time.
 bool provablySameShape(mlir::Value a, mlir::Value b);

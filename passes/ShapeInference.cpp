@@ -61,12 +61,14 @@ std::optional<Shape> shapeEntries(Value shape) {
     return std::nullopt;
   Shape entries;
   for (const ShapeElement &element : *elements) {
-    if (element.constant)
+    if (element.constant) {
       entries.push_back(*element.constant);
-    else if (element.tensor)
-      entries.push_back(shapeOf(element.tensor)[element.index]);
-    else
-      entries.push_back(kDynamic);
+      continue;
+    }
+    int64_t size = element.tensor ? shapeOf(element.tensor)[element.index] : kDynamic;
+    if (size != kDynamic && llvm::MulOverflow(size, element.factor, size))
+      size = kDynamic;
+    entries.push_back(size);
   }
   return entries;
 }
@@ -155,7 +157,7 @@ std::optional<int64_t> inferredEntry(ReshapeOp reshape) {
     }
     if (element.constant == 0 && !reshape.getAllowZero())
       copied = static_cast<int64_t>(i);
-    else if (element.tensor == input)
+    else if (element.tensor == input && element.factor == 1)
       copied = element.index;
     if (copied) {
       if (*copied >= static_cast<int64_t>(named.size()) || named[*copied])

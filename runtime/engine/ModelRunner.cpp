@@ -140,9 +140,10 @@ std::unique_ptr<ModelRunner> ModelRunner::create(kiln_model_t *model,
                   "(nor new_key_values.N.key/.value)");
     }
   }
+  // position_ids is optional: BLOOM's positions are its ALiBi biases, which
+  // it takes from the attention mask.
   for (auto [index, name] : {std::pair{inputIds, "input input_ids"},
                              {attentionMask, "input attention_mask"},
-                             {positionIds, "input position_ids"},
                              {logits, "output logits"}})
     if (index < 0)
       return fail("it has no " + std::string(name));
@@ -385,8 +386,9 @@ std::string ModelRunner::runGroup(const std::vector<const ScheduledRequest *> &g
   };
   bind(inputIds_, KILN_DTYPE_I64, {batch, newTokens}, ids_.data(),
        ids_.size() * sizeof(int64_t));
-  bind(positionIds_, KILN_DTYPE_I64, {batch, newTokens}, positions_.data(),
-       positions_.size() * sizeof(int64_t));
+  if (positionIds_ >= 0)
+    bind(positionIds_, KILN_DTYPE_I64, {batch, newTokens}, positions_.data(),
+         positions_.size() * sizeof(int64_t));
   bind(attentionMask_, KILN_DTYPE_I64, {batch, total}, mask_.data(),
        mask_.size() * sizeof(int64_t));
   for (size_t p = 0; p < pastInputs_.size(); ++p)

@@ -509,3 +509,50 @@ func.func @shape_slice(%x: tensor<?x?xi64>, %end: tensor<1xi64>) -> (tensor<1xi6
   %some = kiln.slice %s[%c0 : %end : %c1] {axes = array<i64: 0>} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<?xi64>
   return %first, %some : tensor<1xi64>, tensor<?xi64>
 }
+
+// -----
+
+// Tests that a multiple of a dim is a known entry that names the dim:
+// [B·4, -1, 16] of [B, 4, T, 16] asks for T (heads folded into the batch,
+// as BLOOM's reshape(batch * num_heads, -1, head_dim) writes it), and
+// [B, 4, -1, 16] of that [B·4, T, 16] asks for T again (the heads unfolded:
+// B and 4 account for B·4). [B·3, -1, 16] leaves 4·16 / (3·16) of T, not a
+// whole number: its -1 stays.
+
+// CHECK-LABEL: func.func @folded_heads_entries
+//  CHECK-SAME: (%[[X:[a-zA-Z0-9_]+]]: tensor<?x4x?x16xf32>)
+//       CHECK: %[[M1:.+]] = kiln.constant dense<-1> : tensor<1xi64>
+//       CHECK: %[[B:.+]] = kiln.dim %[[X]] {index = 0 : i64}
+//       CHECK: %[[BH:.+]] = kiln.mul %{{.+}}, %{{.+}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+//       CHECK: %[[BHU:.+]] = kiln.unsqueeze %[[BH]]
+//       CHECK: %[[T:.+]] = kiln.dim %[[X]] {index = 2 : i64}
+//       CHECK: %[[TU:.+]] = kiln.unsqueeze %[[T]]
+//       CHECK: %[[SHAPE:.+]] = kiln.concat %[[BHU]], %[[TU]], %{{.+}} {axis = 0 : i64}
+//       CHECK: %[[FOLDED:.+]] = kiln.reshape %[[X]], %[[SHAPE]] : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+//       CHECK: %[[FT:.+]] = kiln.dim %[[FOLDED]] {index = 1 : i64}
+//       CHECK: %[[FTU:.+]] = kiln.unsqueeze %[[FT]]
+//       CHECK: %[[UNSHAPE:.+]] = kiln.concat %{{.+}}, %{{.+}}, %[[FTU]], %{{.+}} {axis = 0 : i64}
+//       CHECK: kiln.reshape %[[FOLDED]], %[[UNSHAPE]] : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+//       CHECK: %[[THIRDS:.+]] = kiln.concat %{{.+}}, %[[M1]], %{{.+}} {axis = 0 : i64}
+//       CHECK: kiln.reshape %[[X]], %[[THIRDS]]
+func.func @folded_heads_entries(%x: tensor<?x4x?x16xf32>)
+    -> (tensor<?x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?x16xf32>) {
+  %b = kiln.dim %x {index = 0 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %four = kiln.constant dense<4> : tensor<i64>
+  %bh = kiln.mul %b, %four : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bhu = kiln.unsqueeze %bh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %c16 = kiln.constant dense<16> : tensor<1xi64>
+  %shape = kiln.concat %bhu, %m1, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %folded = kiln.reshape %x, %shape : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %bu = kiln.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %c4 = kiln.constant dense<4> : tensor<1xi64>
+  %unshape = kiln.concat %bu, %c4, %m1, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %unfolded = kiln.reshape %folded, %unshape : (tensor<?x?x16xf32>, tensor<4xi64>) -> tensor<?x4x?x16xf32>
+  %three = kiln.constant dense<3> : tensor<i64>
+  %b3 = kiln.mul %b, %three : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %b3u = kiln.unsqueeze %b3 {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %thirds_shape = kiln.concat %b3u, %m1, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %thirds = kiln.reshape %x, %thirds_shape : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  return %folded, %unfolded, %thirds : tensor<?x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x?x16xf32>
+}

@@ -683,3 +683,217 @@ func.func @batched_softmax_over_queries(%q: tensor<4x8x16xf32>, %k: tensor<4x8x1
   %o = kiln.matmul %p, %v : (tensor<4x8x8xf32>, tensor<4x8x16xf32>) -> tensor<4x8x16xf32>
   return %o : tensor<4x8x16xf32>
 }
+
+// -----
+
+// Tests that a bias added to the scaled product beneath the where (BLOOM's
+// masked_fill of ALiBi-biased scores) becomes the op's position_bias,
+// applied before the keep mask, and that a padding mask above the where
+// stays its bias.
+
+// CHECK-LABEL: func.func @position_bias_beneath_mask
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>, %[[ALIBI:.+]]: tensor<?x4x1x?xf32>, %[[KEEP:.+]]: tensor<1x1x?x?xi1>, %[[MASK:.+]]: tensor<?x1x1x?xf32>)
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] position_bias %[[ALIBI]] keep %[[KEEP]] bias %[[MASK]]
+//  CHECK-SAME: masked_value = -3.40282347E+38 : f32, scale = 2.500000e-01 : f32
+//   CHECK-NOT: kiln.softmax
+//       CHECK: return %[[O]]
+func.func @position_bias_beneath_mask(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                                      %alibi: tensor<?x4x1x?xf32>, %keep: tensor<1x1x?x?xi1>,
+                                      %mask: tensor<?x1x1x?xf32>) -> tensor<?x4x?x16xf32> {
+  %kt = kiln.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : (tensor<?x4x?x16xf32>) -> tensor<?x4x16x?xf32>
+  %s = kiln.matmul %q, %kt : (tensor<?x4x?x16xf32>, tensor<?x4x16x?xf32>) -> tensor<?x4x?x?xf32>
+  %c = kiln.constant dense<0.25> : tensor<f32>
+  %scaled = kiln.mul %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %biased = kiln.add %scaled, %alibi : (tensor<?x4x?x?xf32>, tensor<?x4x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = kiln.where %keep, %biased, %min : (tensor<1x1x?x?xi1>, tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %a = kiln.add %w, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a scale above the position bias's add (Falcon's
+// (scores + alibi) · inv_norm_factor) scales the bias too: the op gets the
+// bias times 0.25, and the product's own scale times it.
+
+// CHECK-LABEL: func.func @position_bias_scaled_above
+//  CHECK-SAME: (%[[Q:.+]]: tensor<2x4x8x16xf32>, %[[K:.+]]: tensor<2x4x8x16xf32>, %[[V:.+]]: tensor<2x4x8x16xf32>, %[[ALIBI:.+]]: tensor<2x4x1x8xf32>, %[[MASK:.+]]: tensor<2x1x8x8xf32>)
+//       CHECK: %[[QUARTER:.+]] = kiln.constant dense<2.500000e-01> : tensor<f32>
+//       CHECK: %[[SCALED:.+]] = kiln.mul %[[ALIBI]], %[[QUARTER]] : (tensor<2x4x1x8xf32>, tensor<f32>) -> tensor<2x4x1x8xf32>
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] position_bias %[[SCALED]] bias %[[MASK]]
+//  CHECK-SAME: scale = 1.250000e-01 : f32
+//       CHECK: return %[[O]]
+func.func @position_bias_scaled_above(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x16xf32>,
+                                      %alibi: tensor<2x4x1x8xf32>, %mask: tensor<2x1x8x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %h = kiln.mul %s, %half : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %biased = kiln.add %h, %alibi : (tensor<2x4x8x8xf32>, tensor<2x4x1x8xf32>) -> tensor<2x4x8x8xf32>
+  %c4 = kiln.constant dense<4.0> : tensor<f32>
+  %d = kiln.div %biased, %c4 : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %a = kiln.add %d, %mask : (tensor<2x4x8x8xf32>, tensor<2x1x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Tests that a position bias whose add broadcasts the product (to the
+// bias's batch of 2) is not fused: the fused op would drop that broadcast.
+
+// CHECK-LABEL: func.func @position_bias_grows_scores
+//   CHECK-NOT: kiln.attention
+//       CHECK: kiln.softmax
+func.func @position_bias_grows_scores(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x8x16xf32>, %v: tensor<2x4x8x16xf32>,
+                                      %alibi: tensor<2x4x1x8xf32>) -> tensor<2x4x8x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<1x4x8x16xf32>, tensor<1x4x8x16xf32>) -> tensor<1x4x8x8xf32>
+  %biased = kiln.add %s, %alibi : (tensor<1x4x8x8xf32>, tensor<2x4x1x8xf32>) -> tensor<2x4x8x8xf32>
+  %p = kiln.softmax %biased {axis = 3 : i64} : tensor<2x4x8x8xf32>
+  %o = kiln.matmul %p, %v : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// -----
+
+// Tests BLOOM's attention: the products run on the heads folded into the
+// batch ([B·4, T, 16], reshaped from the [B, 4, T, 16] query, key and
+// value), the ALiBi bias [B·4, 1, Tk] is added to the scaled product, the
+// sum is unfolded to [B, 4, Tq, Tk] for the padding mask and the softmax,
+// and the weights are folded again for the product by V. The fused op runs
+// on the [B, 4, T, 16] tensors, the bias unfolded to [B, 4, 1, Tk] by a new
+// reshape, and its result is folded back to the [B·4, Tq, 16] that the
+// product gave.
+
+// CHECK-LABEL: func.func @folded_heads
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>, %[[ALIBI:.+]]: tensor<?x1x?xf32>, %[[MASK:.+]]: tensor<?x1x?x?xf32>)
+//   CHECK-DAG: %[[MINUS1:.+]] = kiln.constant dense<-1> : tensor<1xi64>
+//   CHECK-DAG: %[[HEADS:.+]] = kiln.constant dense<4> : tensor<1xi64>
+//   CHECK-DAG: %[[ONE:.+]] = kiln.constant dense<1> : tensor<1xi64>
+//       CHECK: %[[TK:.+]] = kiln.dim %[[ALIBI]] {index = 2 : i64}
+//       CHECK: %[[TKU:.+]] = kiln.unsqueeze %[[TK]]
+//       CHECK: %[[SHAPE:.+]] = kiln.concat %[[MINUS1]], %[[HEADS]], %[[ONE]], %[[TKU]] {axis = 0 : i64}
+//       CHECK: %[[ALIBI4:.+]] = kiln.reshape %[[ALIBI]], %[[SHAPE]] : (tensor<?x1x?xf32>, tensor<4xi64>) -> tensor<?x4x1x?xf32>
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] position_bias %[[ALIBI4]] bias %[[MASK]] {scale = 2.500000e-01 : f32}
+//       CHECK: %[[B:.+]] = kiln.dim %[[O]] {index = 0 : i64}
+//       CHECK: %[[BH:.+]] = kiln.mul %[[B]], %{{.+}} : (tensor<i64>, tensor<i64>) -> tensor<i64>
+//       CHECK: %[[BHU:.+]] = kiln.unsqueeze %[[BH]]
+//       CHECK: %[[T:.+]] = kiln.dim %[[O]] {index = 2 : i64}
+//       CHECK: %[[TU:.+]] = kiln.unsqueeze %[[T]]
+//       CHECK: %[[FOLD:.+]] = kiln.concat %[[BHU]], %[[TU]], %{{.+}} {axis = 0 : i64}
+//       CHECK: %[[O3:.+]] = kiln.reshape %[[O]], %[[FOLD]] : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+//   CHECK-NOT: kiln.softmax
+//   CHECK-NOT: kiln.matmul
+//       CHECK: return %[[O3]]
+func.func @folded_heads(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                        %alibi: tensor<?x1x?xf32>, %mask: tensor<?x1x?x?xf32>) -> tensor<?x?x16xf32> {
+  %four = kiln.constant dense<4> : tensor<i64>
+  %heads = kiln.constant dense<4> : tensor<1xi64>
+  %sixteen = kiln.constant dense<16> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<1xi64>
+  // [B·4, T, 16] of each of Q, K and V, from its own dims.
+  %qb = kiln.dim %q {index = 0 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %qbh = kiln.mul %qb, %four : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %qbhu = kiln.unsqueeze %qbh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %qt = kiln.dim %q {index = 2 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %qtu = kiln.unsqueeze %qt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %qshape = kiln.concat %qbhu, %qtu, %sixteen {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %q3 = kiln.reshape %q, %qshape : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %kb = kiln.dim %k {index = 0 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %kbh = kiln.mul %kb, %four : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %kbhu = kiln.unsqueeze %kbh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %kt = kiln.dim %k {index = 2 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %ktu = kiln.unsqueeze %kt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %kshape = kiln.concat %kbhu, %ktu, %sixteen {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %k3 = kiln.reshape %k, %kshape : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  %vb = kiln.dim %v {index = 0 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %vbh = kiln.mul %vb, %four : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %vbhu = kiln.unsqueeze %vbh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vt = kiln.dim %v {index = 2 : i64} : tensor<?x4x?x16xf32> -> tensor<i64>
+  %vtu = kiln.unsqueeze %vt {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %vshape = kiln.concat %vbhu, %vtu, %sixteen {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %v3 = kiln.reshape %v, %vshape : (tensor<?x4x?x16xf32>, tensor<3xi64>) -> tensor<?x?x16xf32>
+  // baddbmm: alibi + 0.25 · Q·Kᵀ on the folded heads.
+  %k3t = kiln.transpose %k3 {permutation = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %s = kiln.matmul %q3, %k3t : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  %c = kiln.constant dense<0.25> : tensor<f32>
+  %scaled = kiln.mul %s, %c : (tensor<?x?x?xf32>, tensor<f32>) -> tensor<?x?x?xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %beta = kiln.mul %alibi, %one : (tensor<?x1x?xf32>, tensor<f32>) -> tensor<?x1x?xf32>
+  %biased = kiln.add %scaled, %beta : (tensor<?x?x?xf32>, tensor<?x1x?xf32>) -> tensor<?x?x?xf32>
+  // view(B, 4, Tq, -1), with the -1 written out as kiln-fold-constants does.
+  %qbu = kiln.unsqueeze %qb {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tk = kiln.dim %biased {index = 2 : i64} : tensor<?x?x?xf32> -> tensor<i64>
+  %tku = kiln.unsqueeze %tk {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %unfold = kiln.concat %qbu, %heads, %qtu, %tku {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %s4 = kiln.reshape %biased, %unfold : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+  %a = kiln.add %s4, %mask : (tensor<?x4x?x?xf32>, tensor<?x1x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %a {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  // view(B·4, Tq, -1)
+  %fold = kiln.concat %qbhu, %qtu, %minus1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %p3 = kiln.reshape %p, %fold : (tensor<?x4x?x?xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %o = kiln.matmul %p3, %v3 : (tensor<?x?x?xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %o : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Tests that weights folded back by shape entries that do not keep the
+// scores' dims are not fused: B·4 is provably the batch times the heads,
+// but the key length stands where the query length was, which deals the
+// weights out to other rows.
+
+// CHECK-LABEL: func.func @folded_heads_weights_regrouped
+//       CHECK: kiln.softmax
+//   CHECK-NOT: kiln.attention
+func.func @folded_heads_weights_regrouped(%q3: tensor<?x?x16xf32>, %k3: tensor<?x?x16xf32>, %v3: tensor<?x?x16xf32>,
+                                          %batch: tensor<?xi64>) -> tensor<?x?x16xf32> {
+  %b = kiln.dim %batch {index = 0 : i64} : tensor<?xi64> -> tensor<i64>
+  %four = kiln.constant dense<4> : tensor<i64>
+  %heads = kiln.constant dense<4> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<1xi64>
+  %k3t = kiln.transpose %k3 {permutation = array<i64: 0, 2, 1>} : (tensor<?x?x16xf32>) -> tensor<?x16x?xf32>
+  %s = kiln.matmul %q3, %k3t : (tensor<?x?x16xf32>, tensor<?x16x?xf32>) -> tensor<?x?x?xf32>
+  %bu = kiln.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tqd = kiln.dim %s {index = 1 : i64} : tensor<?x?x?xf32> -> tensor<i64>
+  %tqu = kiln.unsqueeze %tqd {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tkd = kiln.dim %s {index = 2 : i64} : tensor<?x?x?xf32> -> tensor<i64>
+  %tku = kiln.unsqueeze %tkd {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %unfold = kiln.concat %bu, %heads, %tqu, %tku {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %s4 = kiln.reshape %s, %unfold : (tensor<?x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %s4 {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %bh = kiln.mul %b, %four : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bhu = kiln.unsqueeze %bh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %fold = kiln.concat %bhu, %tku, %minus1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %p3 = kiln.reshape %p, %fold : (tensor<?x4x?x?xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %o = kiln.matmul %p3, %v3 : (tensor<?x?x?xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %o : tensor<?x?x16xf32>
+}
+
+// -----
+
+// Tests masked_fill's orientation, where(masked, fill, scores) (MPT, and
+// BLOOM before transformers 4.45): the op keeps where the condition does
+// not hold. MPT's ALiBi bias is added before the fill.
+
+// CHECK-LABEL: func.func @masked_fill
+//  CHECK-SAME: (%[[Q:.+]]: tensor<?x4x?x16xf32>, %[[K:.+]]: tensor<?x4x?x16xf32>, %[[V:.+]]: tensor<?x4x?x16xf32>, %[[ALIBI:.+]]: tensor<1x4x1x?xf32>, %[[MASKED:.+]]: tensor<?x1x?x?xi1>)
+//       CHECK: %[[KEEP:.+]] = kiln.not %[[MASKED]] : tensor<?x1x?x?xi1>
+//       CHECK: %[[O:.+]] = kiln.attention %[[Q]], %[[K]], %[[V]] position_bias %[[ALIBI]] keep %[[KEEP]]
+//  CHECK-SAME: masked_value = -3.40282347E+38 : f32, scale = 2.500000e-01 : f32
+//       CHECK: return %[[O]]
+func.func @masked_fill(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                       %alibi: tensor<1x4x1x?xf32>, %masked: tensor<?x1x?x?xi1>) -> tensor<?x4x?x16xf32> {
+  %s = kiln.matmul %q, %k {transpose_b} : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x?xf32>
+  %c = kiln.constant dense<0.25> : tensor<f32>
+  %scaled = kiln.mul %s, %c : (tensor<?x4x?x?xf32>, tensor<f32>) -> tensor<?x4x?x?xf32>
+  %biased = kiln.add %scaled, %alibi : (tensor<?x4x?x?xf32>, tensor<1x4x1x?xf32>) -> tensor<?x4x?x?xf32>
+  %min = kiln.constant dense<-3.40282347E+38> : tensor<f32>
+  %w = kiln.where %masked, %min, %biased : (tensor<?x1x?x?xi1>, tensor<f32>, tensor<?x4x?x?xf32>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %w {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
+}

@@ -155,6 +155,8 @@ std::string shapeName(const Shape &s) {
 struct Problem {
   Shape shape;
   Tensor q, k, v, out;
+  /// Added to the scores beneath the keep mask (ALiBi's biases).
+  const Bias *positionBias = nullptr;
   const Keep *keep = nullptr;
   float maskedValue = kLowest;
   const Bias *bias = nullptr;
@@ -180,30 +182,41 @@ struct Problem {
 
   void run(ThreadPool *pool = nullptr) {
     const Shape &s = shape;
-    const Dims noStrides = {0, 0, 0, 0};
-    const Dims &ks = keep ? keep->strides : noStrides;
-    const Dims &bs = bias ? bias->strides : noStrides;
-    const float *pastK = pastLen ? k.data.data() : nullptr;
-    const float *pastV = pastLen ? v.data.data() : nullptr;
-    const float *newK = k.data.data() + pastLen * k.strides[2];
-    const float *newV = v.data.data() + pastLen * v.strides[2];
-    const Dims &pks = presentK ? presentK->strides : noStrides;
-    const Dims &pvs = presentV ? presentV->strides : noStrides;
+    kiln_attention_params_t params = {};
+    params.batch = s.batch;
+    params.heads = s.heads;
+    params.kv_heads = s.kvHeads;
+    params.q_len = s.qLen;
+    params.past_len = pastLen;
+    params.kv_len = s.kvLen - pastLen;
+    params.head_dim = s.headDim;
+    params.value_dim = s.valueDim;
+    params.q = q.data.data();
+    params.past_k = pastLen ? k.data.data() : nullptr;
+    params.k = k.data.data() + pastLen * k.strides[2];
+    params.past_v = pastLen ? v.data.data() : nullptr;
+    params.v = v.data.data() + pastLen * v.strides[2];
+    params.position_bias = positionBias ? positionBias->data.data() : nullptr;
+    params.keep = keep ? keep->data.data() : nullptr;
+    params.masked_value = maskedValue;
+    params.bias = bias ? bias->data.data() : nullptr;
+    params.scale = scale;
+    params.out = out.data.data();
+    params.present_k = presentK ? presentK->data.data() : nullptr;
+    params.present_v = presentV ? presentV->data.data() : nullptr;
+    for (int d = 0; d < 4; ++d) {
+      params.q_strides[d] = q.strides[d];
+      params.past_k_strides[d] = params.k_strides[d] = k.strides[d];
+      params.past_v_strides[d] = params.v_strides[d] = v.strides[d];
+      params.position_bias_strides[d] = positionBias ? positionBias->strides[d] : 0;
+      params.keep_strides[d] = keep ? keep->strides[d] : 0;
+      params.bias_strides[d] = bias ? bias->strides[d] : 0;
+      params.out_strides[d] = out.strides[d];
+      params.present_k_strides[d] = presentK ? presentK->strides[d] : 0;
+      params.present_v_strides[d] = presentV ? presentV->strides[d] : 0;
+    }
     ScopedThreadPool scope(pool);
-    kiln_ukernel_attention(
-        s.batch, s.heads, s.kvHeads, s.qLen, pastLen, s.kvLen - pastLen,
-        s.headDim, s.valueDim, q.data.data(), q.strides[0], q.strides[1],
-        q.strides[2], q.strides[3], pastK, k.strides[0], k.strides[1],
-        k.strides[2], k.strides[3], newK, k.strides[0], k.strides[1],
-        k.strides[2], k.strides[3], pastV, v.strides[0], v.strides[1],
-        v.strides[2], v.strides[3], newV, v.strides[0], v.strides[1],
-        v.strides[2], v.strides[3], keep ? keep->data.data() : nullptr, ks[0],
-        ks[1], ks[2], ks[3], maskedValue, bias ? bias->data.data() : nullptr,
-        bs[0], bs[1], bs[2], bs[3], scale, out.data.data(), out.strides[0],
-        out.strides[1], out.strides[2], out.strides[3],
-        presentK ? presentK->data.data() : nullptr, pks[0], pks[1], pks[2],
-        pks[3], presentV ? presentV->data.data() : nullptr, pvs[0], pvs[1],
-        pvs[2], pvs[3]);
+    kiln_ukernel_attention(&params);
   }
 };
 
@@ -223,6 +236,8 @@ void referenceRow(const Problem &p, int64_t b, int64_t h, int64_t i,
     for (int64_t d = 0; d < s.headDim; ++d)
       dot += double(p.q.at(b, h, i, d)) * p.k.at(b, kvHead, j, d);
     float score = float(p.scale * dot);
+    if (p.positionBias)
+      score = score + p.positionBias->at(b, h, i, j);
     if (p.keep && p.keep->at(b, h, i, j) == 0)
       score = p.maskedValue;
     if (p.bias)
@@ -460,6 +475,32 @@ TEST_P(AttentionTest, AdditiveBias) {
     expectMatchesReference(p, bias == &padding ? "padding bias"
                                                : "positional bias");
   }
+}
+
+TEST_P(AttentionTest, PositionBiasIsAddedBeneathTheKeepMask) {
+  // ALiBi's [B, H, 1, k] slopes × key positions, beneath a random keep mask
+  // whose masked value (0) is in the scores' range: a masked key's score is
+  // 0 whatever its position bias, which an add after the mask would move.
+  // A padding bias on top, as BLOOM's export adds its mask.
+  std::mt19937 rng(12);
+  const Shape shape{2, 4, 4, 37, 150, 16, 16};
+  const Bias alibi({2, 4, 1, 150}, [](int64_t, int64_t h, int64_t, int64_t j) {
+    return std::ldexp(1.0f, -2 * int(h + 1)) * float(j) * 8.0f;
+  });
+  std::bernoulli_distribution kept(0.7);
+  const Keep keep({2, 4, 37, 150}, [&](int64_t, int64_t, int64_t, int64_t) {
+    return uint8_t(kept(rng));
+  });
+  const Bias padding({2, 1, 1, 150}, [](int64_t b, int64_t, int64_t, int64_t j) {
+    return b == 1 && j < 30 ? kLowest : 0.0f;
+  });
+  Problem p(shape, rng);
+  p.positionBias = &alibi;
+  p.keep = &keep;
+  p.maskedValue = 0.0f;
+  p.bias = &padding;
+  p.run();
+  expectMatchesReference(p, "ALiBi beneath a keep mask, padding above");
 }
 
 TEST_P(AttentionTest, KeepAndBiasTogether) {
@@ -855,14 +896,29 @@ TEST_P(PagedAttentionTest, PagedPastMatchesTheDensePast) {
     const int64_t ps[4] = {kvHeads * width * dim, width * dim, dim, 1};
     const int64_t bs[4] = {qLen * columns, 0, columns, 1};
     std::vector<float> dense(q.size()), paged(q.size(), kNaN);
-    kiln_ukernel_attention(batch, heads, kvHeads, qLen, width, qLen, dim, dim, q.data(),
-                           qs[0], qs[1], qs[2], qs[3], pastK.data(), ps[0], ps[1], ps[2],
-                           ps[3], kRounded.data(), kvs[0], kvs[1], kvs[2], kvs[3],
-                           pastV.data(), ps[0], ps[1], ps[2], ps[3], vRounded.data(),
-                           kvs[0], kvs[1], kvs[2],
-                           kvs[3], nullptr, 0, 0, 0, 0, 0.0f, bias.data(), bs[0], bs[1],
-                           bs[2], bs[3], 0.25f, dense.data(), qs[0], qs[1], qs[2], qs[3],
-                           nullptr, 0, 0, 0, 0, nullptr, 0, 0, 0, 0);
+    kiln_attention_params_t denseParams = {};
+    denseParams.batch = batch;
+    denseParams.heads = heads;
+    denseParams.kv_heads = kvHeads;
+    denseParams.q_len = qLen;
+    denseParams.past_len = width;
+    denseParams.kv_len = qLen;
+    denseParams.head_dim = denseParams.value_dim = dim;
+    denseParams.q = q.data();
+    denseParams.past_k = pastK.data();
+    denseParams.k = kRounded.data();
+    denseParams.past_v = pastV.data();
+    denseParams.v = vRounded.data();
+    denseParams.bias = bias.data();
+    denseParams.scale = 0.25;
+    denseParams.out = dense.data();
+    for (int d = 0; d < 4; ++d) {
+      denseParams.q_strides[d] = denseParams.out_strides[d] = qs[d];
+      denseParams.past_k_strides[d] = denseParams.past_v_strides[d] = ps[d];
+      denseParams.k_strides[d] = denseParams.v_strides[d] = kvs[d];
+      denseParams.bias_strides[d] = bs[d];
+    }
+    kiln_ukernel_attention(&denseParams);
     kiln_paged_attention_params_t params = {};
     params.batch = batch;
     params.heads = heads;

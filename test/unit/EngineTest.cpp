@@ -66,8 +66,9 @@ Reference greedyLoop(const kiln::Model &model, const std::vector<int64_t> &promp
     mask.assign(past + n, 1);
     session.bindInput(model.inputIndex("input_ids"), KILN_DTYPE_I64, {1, n},
                       ids.data(), n * 8);
-    session.bindInput(model.inputIndex("position_ids"), KILN_DTYPE_I64, {1, n},
-                      positions.data(), n * 8);
+    if (int32_t positionIds = kiln_model_find_input(model.get(), "position_ids");
+        positionIds >= 0) // BLOOM has none
+      session.bindInput(positionIds, KILN_DTYPE_I64, {1, n}, positions.data(), n * 8);
     session.bindInput(model.inputIndex("attention_mask"), KILN_DTYPE_I64,
                       {1, past + n}, mask.data(), mask.size() * 8);
     for (auto &[index, data] : pasts) {
@@ -221,12 +222,13 @@ TEST_P(EveryDecoder, MixedRequestsMatchThePlainLoop) {
 // read in place).
 INSTANTIATE_TEST_SUITE_P(
     Decoders, EveryDecoder,
-    ::testing::Values("gpt2_tiny", "llama_tiny", "gptj_tiny", "hf_gemma_kv_ts17",
-                      "hf_gpt_neox_kv_ts17", "hf_opt_kv_ts17", "hf_phi3_kv_ts17",
-                      "hf_qwen3_kv_ts17", "gpt2_tiny_paged", "llama_tiny_paged",
-                      "gptj_tiny_paged", "hf_gemma_kv_ts17_paged",
-                      "hf_gpt_neox_kv_ts17_paged", "hf_opt_kv_ts17_paged",
-                      "hf_phi3_kv_ts17_paged", "hf_qwen3_kv_ts17_paged"));
+    ::testing::Values("gpt2_tiny", "llama_tiny", "gptj_tiny", "bloom_tiny",
+                      "hf_gemma_kv_ts17", "hf_gpt_neox_kv_ts17", "hf_opt_kv_ts17",
+                      "hf_phi3_kv_ts17", "hf_qwen3_kv_ts17", "gpt2_tiny_paged",
+                      "llama_tiny_paged", "gptj_tiny_paged", "bloom_tiny_paged",
+                      "hf_gemma_kv_ts17_paged", "hf_gpt_neox_kv_ts17_paged",
+                      "hf_opt_kv_ts17_paged", "hf_phi3_kv_ts17_paged",
+                      "hf_qwen3_kv_ts17_paged"));
 
 //===--- A 16-bit pool ----------------------------------------------------===//
 

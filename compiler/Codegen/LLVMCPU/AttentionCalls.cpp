@@ -2,12 +2,13 @@
 //
 // kiln.attention has no linalg form worth generating: the point of fusing it
 // is a streaming softmax that never materializes the scores, which the
-// runtime's kiln_ukernel_attention implements. The op becomes a call on its
-// operands' buffers (bufferization.to_memref) writing fresh buffers that are
-// its results (bufferization.to_tensor restrict): the output and, with a
-// past, the presents that something reads. kiln.paged_attention becomes a
-// call of kiln_ukernel_paged_attention on a parameter struct
-// (kiln/abi/kernel_abi.h) filled slot by slot in a stack buffer.
+// runtime's kiln_ukernel_attention implements. The op becomes a call on a
+// parameter struct (kiln/abi/kernel_abi.h, filled slot by slot in a stack
+// buffer) that points at its operands' buffers (bufferization.to_memref) and
+// at fresh buffers that are its results (bufferization.to_tensor restrict):
+// the output and, with a past, the presents that something reads.
+// kiln.paged_attention becomes a call of kiln_ukernel_paged_attention in the
+// same way.
 //
 //===----------------------------------------------------------------------===//
 #include "compiler/Codegen/LLVMCPU/KernelCalls.h"
@@ -62,6 +63,36 @@ void appendMask(OpBuilder &b, Location loc, Value mask,
     bool broadcast = maskDim < 0 || type.getDimSize(maskDim) == 1;
     arguments.push_back(broadcast ? zero : buffer.strides[maskDim]);
   }
+}
+
+/// The bits of a double, as a parameter struct's slot holds an f64 field.
+Value doubleBits(OpBuilder &b, Location loc, APFloat number) {
+  Value wide = b.create<arith::ConstantOp>(
+      loc, b.getF64FloatAttr(number.convertToFloat()));
+  return b.create<arith::BitcastOp>(loc, b.getI64Type(), wide);
+}
+
+/// Checks that each of the masks an attention op has broadcasts to its
+/// scores; `operand` is the first mask's operand number.
+template <typename AttentionLikeOp, typename Adaptor>
+void checkMasks(OpBuilder &b, Location loc, AttentionLikeOp op, Adaptor adaptor,
+                RankedTensorType scoresType, ArrayRef<OpFoldResult> scoreSizes,
+                int64_t operand) {
+  for (Value mask : {adaptor.getPositionBias(), adaptor.getKeep(), adaptor.getBias()})
+    if (mask)
+      checkBroadcast(b, loc, op, mask, scoresType, scoreSizes, operand++);
+}
+
+/// Appends the slots both parameter structs share, from position_bias to
+/// scale: each mask with its strides, the masked value and the scale.
+template <typename AttentionLikeOp, typename Adaptor>
+void appendMasksAndScale(OpBuilder &b, Location loc, AttentionLikeOp op,
+                         Adaptor adaptor, SmallVectorImpl<Value> &slots) {
+  appendMask(b, loc, adaptor.getPositionBias(), slots);
+  appendMask(b, loc, adaptor.getKeep(), slots);
+  slots.push_back(doubleBits(b, loc, op.getMaskedValue()));
+  appendMask(b, loc, adaptor.getBias(), slots);
+  slots.push_back(doubleBits(b, loc, op.getScale()));
 }
 
 OpFoldResult addSizes(OpBuilder &b, Location loc, OpFoldResult x,
@@ -149,13 +180,8 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
         {resultType.getDimSize(0), resultType.getDimSize(1),
          resultType.getDimSize(2), staticKeyLength},
         resultType.getElementType());
-    int64_t maskOperand = 3 + adaptor.getPast().size();
-    if (Value keep = adaptor.getKeep())
-      checkBroadcast(rewriter, loc, op, keep, scoresType, scoreSizes,
-                     maskOperand++);
-    if (Value bias = adaptor.getBias())
-      checkBroadcast(rewriter, loc, op, bias, scoresType, scoreSizes,
-                     maskOperand);
+    checkMasks(rewriter, loc, op, adaptor, scoresType, scoreSizes,
+               3 + adaptor.getPast().size());
     SmallVector<OpFoldResult> resultSizes = {q[0], q[1], q[2], v[3]};
     checkResultSizes(rewriter, loc, op, resultType, resultSizes);
     Value output = allocateBuffer(rewriter, loc, resultType, resultSizes);
@@ -191,36 +217,30 @@ struct AttentionLowering : public OpConversionPattern<AttentionOp> {
       pastValueBuffer = readBuffer(rewriter, loc, pastValue);
     }
     UkernelBuffer outBuffer = describeBuffer(rewriter, loc, output);
-    SmallVector<Value> arguments = {qBuffer.sizes[0],
-                                    qBuffer.sizes[1],
-                                    kBuffer.sizes[1],
-                                    qBuffer.sizes[2],
-                                    pastKey ? pastKeyBuffer->sizes[2]
-                                            : i64Constant(rewriter, loc, 0),
-                                    kBuffer.sizes[2],
-                                    qBuffer.sizes[3],
-                                    vBuffer.sizes[3]};
+    // The slots of kiln_attention_params_t, in declaration order.
+    SmallVector<Value> slots = {qBuffer.sizes[0],
+                                qBuffer.sizes[1],
+                                kBuffer.sizes[1],
+                                qBuffer.sizes[2],
+                                pastKey ? pastKeyBuffer->sizes[2]
+                                        : i64Constant(rewriter, loc, 0),
+                                kBuffer.sizes[2],
+                                qBuffer.sizes[3],
+                                vBuffer.sizes[3]};
     auto optional = [](std::optional<UkernelBuffer> &buffer) {
       return buffer ? &*buffer : nullptr;
     };
     for (const UkernelBuffer *buffer :
          {&qBuffer, optional(pastKeyBuffer), &kBuffer,
           optional(pastValueBuffer), &vBuffer})
-      appendBuffer(rewriter, loc, buffer, arguments);
-    appendMask(rewriter, loc, adaptor.getKeep(), arguments);
-    arguments.push_back(rewriter.create<arith::ConstantOp>(
-        loc, rewriter.getF32FloatAttr(op.getMaskedValue().convertToFloat())));
-    appendMask(rewriter, loc, adaptor.getBias(), arguments);
-    arguments.push_back(rewriter.create<arith::ConstantOp>(
-        loc, rewriter.getF32FloatAttr(op.getScale().convertToFloat())));
+      appendBuffer(rewriter, loc, buffer, slots);
+    appendMasksAndScale(rewriter, loc, op, adaptor, slots);
     for (const UkernelBuffer *buffer :
          {&outBuffer, optional(presentBuffers[0]), optional(presentBuffers[1])})
-      appendBuffer(rewriter, loc, buffer, arguments);
-
-    auto module = op->getParentOfType<ModuleOp>();
-    rewriter.create<func::CallOp>(
-        loc, getOrDeclareUkernel(module, kAttentionUkernel, arguments),
-        arguments);
+      appendBuffer(rewriter, loc, buffer, slots);
+    if (failed(callWithParameterStruct(rewriter, loc, op, kAttentionUkernel,
+                                       slots, KILN_ATTENTION_SLOTS)))
+      return failure();
     for (auto [buffer, result, type] :
          llvm::zip(resultBuffers, results, op.getResultTypes()))
       if (buffer)
@@ -275,11 +295,7 @@ struct PagedAttentionLowering : public OpConversionPattern<PagedAttentionOp> {
         {resultType.getDimSize(0), resultType.getDimSize(1),
          resultType.getDimSize(2), ShapedType::kDynamic},
         resultType.getElementType());
-    unsigned maskOperand = 7;
-    if (Value keep = adaptor.getKeep())
-      checkBroadcast(rewriter, loc, op, keep, scoresType, scoreSizes, maskOperand++);
-    if (Value bias = adaptor.getBias())
-      checkBroadcast(rewriter, loc, op, bias, scoresType, scoreSizes, maskOperand);
+    checkMasks(rewriter, loc, op, adaptor, scoresType, scoreSizes, 7);
     SmallVector<OpFoldResult> resultSizes = {q[0], q[1], q[2], v[3]};
     checkResultSizes(rewriter, loc, op, resultType, resultSizes);
     Value output = allocateBuffer(rewriter, loc, resultType, resultSizes);
@@ -309,15 +325,7 @@ struct PagedAttentionLowering : public OpConversionPattern<PagedAttentionOp> {
                   i64Constant(rewriter, loc, cacheType.getDimSize(4)),
                   tableBuffer.pointer, tableBuffer.strides[0], tableBuffer.sizes[1],
                   lengthBuffer.pointer});
-    auto doubleBits = [&](APFloat number) -> Value {
-      Value wide = rewriter.create<arith::ConstantOp>(
-          loc, rewriter.getF64FloatAttr(number.convertToFloat()));
-      return rewriter.create<arith::BitcastOp>(loc, rewriter.getI64Type(), wide);
-    };
-    appendMask(rewriter, loc, adaptor.getKeep(), slots);
-    slots.push_back(doubleBits(op.getMaskedValue()));
-    appendMask(rewriter, loc, adaptor.getBias(), slots);
-    slots.push_back(doubleBits(op.getScale()));
+    appendMasksAndScale(rewriter, loc, op, adaptor, slots);
     appendBuffer(rewriter, loc, &outBuffer, slots);
     if (failed(callWithParameterStruct(rewriter, loc, op, kPagedAttentionUkernel,
                                        slots, KILN_PAGED_ATTENTION_SLOTS)))

@@ -526,8 +526,10 @@ LogicalResult AttentionOp::verify() {
                          << " presents but no past";
   }
   SmallVector<int64_t> scores = {query[0], query[1], query[2], keyLength};
-  for (auto [name, mask] : {std::pair<StringRef, Value>{"keep", getKeep()},
-                            {"bias", getBias()}}) {
+  for (auto [name, mask] :
+       {std::pair<StringRef, Value>{"position_bias", getPositionBias()},
+        {"keep", getKeep()},
+        {"bias", getBias()}}) {
     if (!mask)
       continue;
     SmallVector<int64_t> broadcast;
@@ -538,9 +540,11 @@ LogicalResult AttentionOp::verify() {
                            << " does not broadcast to the scores' shape "
                            << formatShape(scores);
   }
-  if (getBias() &&
-      failed(verifyInputElementType(*this, getBias(), getQuery(), "bias")))
-    return failure();
+  for (auto [name, bias] :
+       {std::pair<StringRef, Value>{"position_bias", getPositionBias()},
+        {"bias", getBias()}})
+    if (bias && failed(verifyInputElementType(*this, bias, getQuery(), name)))
+      return failure();
   return verifyResultShape(*this, {query[0], query[1], query[2], value[3]},
                            getResult());
 }

@@ -554,12 +554,14 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
 
     ```
     s    = scale * query · keyᵀ                    [B, H, Tq, Tk]
+    s    = s + position_bias                        if `position_bias` is given
     s    = where(keep, s, masked_value)             if `keep` is given
     s    = s + bias                                 if `bias` is given
     out  = softmax(s, axis = 3) · value             [B, H, Tq, Dv]
     ```
 
-    `keep` (i1) and `bias` (the additive mask) broadcast against
+    `position_bias` (added beneath the mask: ALiBi's slopes times key
+    positions), `keep` (i1) and `bias` (the additive mask) broadcast against
     [B, H, Tq, Tk] as in NumPy. This is the decomposed form that
     `kiln-fuse-attention` recognizes; the CPU backend lowers it to one
     streaming-softmax kernel that never materializes `s`.
@@ -588,13 +590,15 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure, AttrSizedOperandSegments,
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key,
                    Kiln_FloatTensor:$value, Variadic<Kiln_FloatTensor>:$past,
+                   Optional<Kiln_FloatTensor>:$position_bias,
                    Optional<Kiln_BoolTensor>:$keep,
                    Optional<Kiln_FloatTensor>:$bias, F32Attr:$scale,
                    DefaultValuedAttr<F32Attr, "0.0f">:$masked_value);
   let results = (outs Kiln_FloatTensor:$result,
                  Variadic<Kiln_FloatTensor>:$presents);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`past` $past^)? (`keep` $keep^)?
+    $query `,` $key `,` $value (`past` $past^)?
+    (`position_bias` $position_bias^)? (`keep` $keep^)?
     (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
@@ -618,8 +622,9 @@ def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
     [blocks, layers, 2, Hkv, block_size, D] (2: key, value), of which this
     op reads layer `layer`. Sequence b's cached token t is row t % block_size
     of block `block_tables[b, t / block_size]`, for t < `past_lengths[b]`.
-    `key` and `value` [B, Hkv, Tk, D] are the new rows. The masks see a
-    padded past of `past_width` columns followed by the new rows:
+    `key` and `value` [B, Hkv, Tk, D] are the new rows. The masks
+    (`position_bias`, `keep` and `bias`, applied as `kiln.attention` applies
+    them) see a padded past of `past_width` columns followed by the new rows:
     sequence b's cached rows are columns [past_width - past_lengths[b],
     past_width), and the columns in front of them hold no key (they take no
     weight). No presents: the engine stores the new rows in its blocks.
@@ -640,6 +645,7 @@ def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
                    Kiln_FloatTensor:$value, Kiln_FloatTensor:$cache,
                    RankedTensorOf<[I64]>:$block_tables, Kiln_ShapeTensor:$past_lengths,
                    Kiln_I64Scalar:$past_width,
+                   Optional<Kiln_FloatTensor>:$position_bias,
                    Optional<Kiln_BoolTensor>:$keep,
                    Optional<Kiln_FloatTensor>:$bias, I64Attr:$layer,
                    F32Attr:$scale,
@@ -647,7 +653,8 @@ def Kiln_PagedAttentionOp : Kiln_Op<"paged_attention", [Pure,
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `cache` $cache `tables` $block_tables
-    `lengths` $past_lengths `width` $past_width (`keep` $keep^)?
+    `lengths` $past_lengths `width` $past_width
+    (`position_bias` $position_bias^)? (`keep` $keep^)?
     (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

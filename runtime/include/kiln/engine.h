@@ -6,7 +6,9 @@
  *
  * The engine takes a decoder with the optimum KV-cache interface: inputs
  * input_ids [batch, sequence], attention_mask [batch, total_sequence],
- * position_ids [batch, sequence] (int64) and past_key_values.N.key/.value
+ * position_ids [batch, sequence] (int64; optional, as BLOOM's export, whose
+ * positions come from the attention mask, has none) and
+ * past_key_values.N.key/.value
  * [batch, kv_heads, past_sequence, head_dim] (f32); outputs logits
  * [batch, sequence, vocab] (f32) and present.N.key/.value. Or, compiled
  * with kilnc --kv-cache=paged, the paged form of it: kv_cache, block_tables

@@ -175,6 +175,8 @@ struct Problem {
   const float *q;
   Strides qs;
   KeyValueRows past, current; // attended to in this order
+  const float *positionBias;
+  Strides positionBiass;
   const uint8_t *keep;
   Strides keeps;
   float maskedValue;
@@ -204,6 +206,7 @@ struct BlockRows {
 /// Where one query row's inputs and output start.
 struct Row {
   const float *q;
+  const float *positionBias;
   const uint8_t *keep;
   const float *bias;
   float *out;
@@ -433,11 +436,26 @@ KILN_ALWAYS_INLINE void scores(const Row *rows, int64_t qsd, int64_t depth,
     scoreStrip<W, R, 1>(rows, qsd, depth, kt + j, scale, s + j);
 }
 
-/// Applies the keep mask and the bias to one row's block of scores and sets
-/// the padding past `count` to -inf, which vecExp turns into weight 0.
+/// Adds `count` biases, `stride` apart, to the scores.
+KILN_ALWAYS_INLINE void addBias(const float *__restrict bias, int64_t stride,
+                                int64_t count, float *__restrict s) {
+  if (stride == 1) {
+    for (int64_t j = 0; j < count; ++j)
+      s[j] += bias[j];
+  } else {
+    for (int64_t j = 0; j < count; ++j)
+      s[j] += bias[j * stride];
+  }
+}
+
+/// Applies the position bias, the keep mask and the bias, in that order, to
+/// one row's block of scores and sets the padding past `count` to -inf,
+/// which vecExp turns into weight 0.
 KILN_ALWAYS_INLINE void maskScores(const Problem &p, const Row &row, int64_t j0,
                                    int64_t count, int64_t paddedCount,
                                    float *__restrict s) {
+  if (row.positionBias)
+    addBias(row.positionBias + j0 * p.positionBiass.d, p.positionBiass.d, count, s);
   if (row.keep) {
     const uint8_t *__restrict keep = row.keep + j0 * p.keeps.d;
     const float masked = p.maskedValue;
@@ -449,16 +467,8 @@ KILN_ALWAYS_INLINE void maskScores(const Problem &p, const Row &row, int64_t j0,
         s[j] = keep[j * p.keeps.d] ? s[j] : masked;
     }
   }
-  if (row.bias) {
-    const float *__restrict bias = row.bias + j0 * p.biass.d;
-    if (p.biass.d == 1) {
-      for (int64_t j = 0; j < count; ++j)
-        s[j] += bias[j];
-    } else {
-      for (int64_t j = 0; j < count; ++j)
-        s[j] += bias[j * p.biass.d];
-    }
-  }
+  if (row.bias)
+    addBias(row.bias + j0 * p.biass.d, p.biass.d, count, s);
   std::fill(s + count, s + paddedCount, -kInfinity);
 }
 
@@ -596,6 +606,10 @@ KILN_ALWAYS_INLINE void computeTile(const Problem &p, int64_t b, int64_t kvHead,
     const int64_t h = kvHead * p.group() + (first + r) / p.qLen;
     const int64_t i = (first + r) % p.qLen;
     rows[r].q = p.q + b * p.qs.b + h * p.qs.h + i * p.qs.t;
+    rows[r].positionBias = p.positionBias ? p.positionBias + b * p.positionBiass.b +
+                                                h * p.positionBiass.h +
+                                                i * p.positionBiass.t
+                                          : nullptr;
     rows[r].keep = p.keep
                        ? p.keep + b * p.keeps.b + h * p.keeps.h + i * p.keeps.t
                        : nullptr;
@@ -831,6 +845,34 @@ KeyValueRows freshRows(const kiln_paged_attention_params_t &a,
   return {a.q_len, storage.data(), contiguous, storage.data() + rows * dim, contiguous};
 }
 
+/// The problem a parameter struct states: the fields both structs share (by
+/// name), with the keys and values that each entry point reads its own way.
+template <typename Params>
+Problem problemOf(const Params &a, int64_t valueDim, KeyValueRows past,
+                  KeyValueRows current, Presents presents) {
+  return Problem{a.batch,
+                 a.heads,
+                 a.kv_heads,
+                 a.q_len,
+                 a.head_dim,
+                 valueDim,
+                 a.q,
+                 stridesOf(a.q_strides),
+                 past,
+                 current,
+                 a.position_bias,
+                 stridesOf(a.position_bias_strides),
+                 a.keep,
+                 stridesOf(a.keep_strides),
+                 static_cast<float>(a.masked_value),
+                 a.bias,
+                 stridesOf(a.bias_strides),
+                 static_cast<float>(a.scale),
+                 a.out,
+                 stridesOf(a.out_strides),
+                 presents};
+}
+
 /// Runs a problem on the pool: the part both entry points share.
 void solve(const Problem &problem) {
   if (problem.heads <= 0 || problem.qLen <= 0 || problem.valueDim <= 0 ||
@@ -880,58 +922,18 @@ void solve(const Problem &problem) {
 } // namespace
 } // namespace kiln::rt
 
-extern "C" void kiln_ukernel_attention(
-    int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
-    int64_t past_len, int64_t kv_len, int64_t head_dim, int64_t value_dim,
-    const float *q, int64_t q_sb, int64_t q_sh, int64_t q_st, int64_t q_sd,
-    const float *past_k, int64_t past_k_sb, int64_t past_k_sh,
-    int64_t past_k_st, int64_t past_k_sd, const float *k, int64_t k_sb,
-    int64_t k_sh, int64_t k_st, int64_t k_sd, const float *past_v,
-    int64_t past_v_sb, int64_t past_v_sh, int64_t past_v_st, int64_t past_v_sd,
-    const float *v, int64_t v_sb, int64_t v_sh, int64_t v_st, int64_t v_sd,
-    const uint8_t *keep, int64_t keep_sb, int64_t keep_sh, int64_t keep_sq,
-    int64_t keep_sk, float masked_value, const float *bias, int64_t bias_sb,
-    int64_t bias_sh, int64_t bias_sq, int64_t bias_sk, float scale, float *out,
-    int64_t out_sb, int64_t out_sh, int64_t out_st, int64_t out_sd,
-    float *present_k, int64_t present_k_sb, int64_t present_k_sh,
-    int64_t present_k_st, int64_t present_k_sd, float *present_v,
-    int64_t present_v_sb, int64_t present_v_sh, int64_t present_v_st,
-    int64_t present_v_sd) {
+extern "C" void kiln_ukernel_attention(const kiln_attention_params_t *params) {
   using namespace kiln::rt;
-  if (batch <= 0 || kv_heads <= 0)
+  const kiln_attention_params_t &a = *params;
+  if (a.batch <= 0 || a.kv_heads <= 0)
     return;
-  const Problem problem{
-      batch,
-      heads,
-      kv_heads,
-      q_len,
-      head_dim,
-      value_dim,
-      q,
-      {q_sb, q_sh, q_st, q_sd},
-      {std::max<int64_t>(past_len, 0),
-       past_k,
-       {past_k_sb, past_k_sh, past_k_st, past_k_sd},
-       past_v,
-       {past_v_sb, past_v_sh, past_v_st, past_v_sd}},
-      {std::max<int64_t>(kv_len, 0),
-       k,
-       {k_sb, k_sh, k_st, k_sd},
-       v,
-       {v_sb, v_sh, v_st, v_sd}},
-      keep,
-      {keep_sb, keep_sh, keep_sq, keep_sk},
-      masked_value,
-      bias,
-      {bias_sb, bias_sh, bias_sq, bias_sk},
-      scale,
-      out,
-      {out_sb, out_sh, out_st, out_sd},
-      {present_k,
-       {present_k_sb, present_k_sh, present_k_st, present_k_sd},
-       present_v,
-       {present_v_sb, present_v_sh, present_v_st, present_v_sd}}};
-  solve(problem);
+  solve(problemOf(a, a.value_dim,
+                  {std::max<int64_t>(a.past_len, 0), a.past_k, stridesOf(a.past_k_strides),
+                   a.past_v, stridesOf(a.past_v_strides)},
+                  {std::max<int64_t>(a.kv_len, 0), a.k, stridesOf(a.k_strides), a.v,
+                   stridesOf(a.v_strides)},
+                  {a.present_k, stridesOf(a.present_k_strides), a.present_v,
+                   stridesOf(a.present_v_strides)}));
 }
 
 extern "C" void
@@ -973,25 +975,8 @@ kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params) {
                            a.block_table_stride,
                            a.past_lengths,
                            a.past_width};
-  Problem problem{a.batch,
-                  a.heads,
-                  a.kv_heads,
-                  a.q_len,
-                  a.head_dim,
-                  a.head_dim,
-                  a.q,
-                  stridesOf(a.q_strides),
-                  {0, nullptr, {}, nullptr, {}},
-                  freshRows(a, freshStorage),
-                  a.keep,
-                  stridesOf(a.keep_strides),
-                  static_cast<float>(a.masked_value),
-                  a.bias,
-                  stridesOf(a.bias_strides),
-                  static_cast<float>(a.scale),
-                  a.out,
-                  stridesOf(a.out_strides),
-                  {nullptr, {}, nullptr, {}}};
+  Problem problem = problemOf(a, a.head_dim, {0, nullptr, {}, nullptr, {}},
+                              freshRows(a, freshStorage), {nullptr, {}, nullptr, {}});
   problem.paged = &paged;
   solve(problem);
 }

@@ -18,6 +18,64 @@
 extern "C" {
 #endif
 
+/* kiln.attention: softmax(scale·Q·Kᵀ, biased and masked)·V, with the
+ * softmax computed online so that the q_len × keys scores never exist.
+ *
+ * Q is [batch, heads, q_len, head_dim] and OUT [batch, heads, q_len,
+ * value_dim]. The keys and values are a past (the KV cache: PAST_K [batch,
+ * kv_heads, past_len, head_dim], PAST_V [batch, kv_heads, past_len,
+ * value_dim]) followed by kv_len new rows (K [batch, kv_heads, kv_len,
+ * head_dim], V [batch, kv_heads, kv_len, value_dim]); past_len is 0 (and
+ * the past pointers NULL) without a cache. Every stride is in elements and
+ * follows its tensor's dims in that order (b, h, t, d), so transposed and
+ * strided views need no copy. heads is a multiple of kv_heads: head h reads
+ * kv head h / (heads / kv_heads) (grouped-query attention). For each b, h
+ * and query row i, over keys j < past_len + kv_len:
+ *   s_j = scale · Σ_d Q[b,h,i,d]·K[b,h/group,j,d]
+ *   s_j = s_j + POSITION_BIAS[b,h,i,j]  if POSITION_BIAS (ALiBi's slopes ×
+ *                                       distances: added beneath the mask)
+ *   s_j = MASKED_VALUE                  if KEEP and KEEP[b,h,i,j] == 0
+ *   s_j = s_j + BIAS[b,h,i,j]           if BIAS (an f32 add: it may overflow
+ *                                       to -inf, as the unfused Add does)
+ *   OUT[b,h,i,e] = Σ_j softmax(s)_j · V[b,h/group,j,e]
+ * The three masks are optional (NULL) and indexed [b, h, i, j] with strides
+ * that may be 0 to broadcast. No keys at all writes zeros. A row whose
+ * scores are all -inf (or NaN) comes out NaN, as exp(-inf - -inf) makes it
+ * in the unfused softmax; NaN inputs propagate. PRESENT_K [batch, kv_heads,
+ * past_len + kv_len, head_dim] and PRESENT_V (likewise, value_dim wide)
+ * receive the past and new rows concatenated: the next step's cache,
+ * written as the rows are read. Either may be NULL to skip it. OUT and the
+ * presents must not overlap the inputs or each other. */
+typedef struct kiln_attention_params_s {
+  int64_t batch, heads, kv_heads, q_len, past_len, kv_len, head_dim, value_dim;
+  const float *q;
+  int64_t q_strides[4];
+  const float *past_k;
+  int64_t past_k_strides[4];
+  const float *k;
+  int64_t k_strides[4];
+  const float *past_v;
+  int64_t past_v_strides[4];
+  const float *v;
+  int64_t v_strides[4];
+  const float *position_bias;
+  int64_t position_bias_strides[4];
+  const uint8_t *keep;
+  int64_t keep_strides[4];
+  double masked_value;
+  const float *bias;
+  int64_t bias_strides[4];
+  double scale;
+  float *out;
+  int64_t out_strides[4];
+  float *present_k;
+  int64_t present_k_strides[4];
+  float *present_v;
+  int64_t present_v_strides[4];
+} kiln_attention_params_t;
+
+#define KILN_ATTENTION_SLOTS 65
+
 /* kiln.paged_attention: attention whose past keys and values are read from
  * the generation engine's paged pool instead of a dense tensor.
  *
@@ -29,8 +87,9 @@ extern "C" {
  * t % block_size, for t < PAST_LENGTHS[b]. KV_CACHE_DTYPE (a kiln_dtype_t)
  * is KILN_DTYPE_F32, or KILN_DTYPE_F16 or KILN_DTYPE_BF16 for a pool that
  * stores keys and values in 16 bits, which the kernel widens as it reads.
- * The masks (KEEP, BIAS, strided over [batch, heads, q_len, past_width +
- * q_len], either may be NULL) see a padded past of PAST_WIDTH columns:
+ * The masks (POSITION_BIAS, KEEP, BIAS, applied as kiln_attention_params_t
+ * says, strided over [batch, heads, q_len, past_width + q_len], any may be
+ * NULL) see a padded past of PAST_WIDTH columns:
  * sequence b's cached rows are columns [past_width - past_lengths[b],
  * past_width) and the new rows follow; the columns in front hold no key and
  * take no weight. A length outside [0, past_width], a table too narrow for
@@ -50,6 +109,8 @@ typedef struct kiln_paged_attention_params_s {
   const int64_t *block_tables;
   int64_t block_table_stride, block_table_width;
   const int64_t *past_lengths;
+  const float *position_bias;
+  int64_t position_bias_strides[4];
   const uint8_t *keep;
   int64_t keep_strides[4];
   double masked_value;
@@ -60,7 +121,7 @@ typedef struct kiln_paged_attention_params_s {
   int64_t out_strides[4];
 } kiln_paged_attention_params_t;
 
-#define KILN_PAGED_ATTENTION_SLOTS 48
+#define KILN_PAGED_ATTENTION_SLOTS 53
 
 /* How kiln_linear_params_t's WEIGHT_DTYPE stores a weight. F32 and I8
  * have kiln_dtype_t's codes; 4-bit values are never a tensor's element
@@ -140,12 +201,16 @@ typedef struct kiln_linear_params_s {
 #define KILN_LINEAR_SLOTS 25
 
 /* The runtime exports the kernels that generated code calls; tools that
- * check a product (kilnc's accuracy report) may call this one too, inside a
- * run (from a kiln_linear_observer_t). */
+ * check a product (kilnc's accuracy report) may call kiln_ukernel_linear
+ * too, inside a run (from a kiln_linear_observer_t). */
 void kiln_ukernel_linear(const kiln_linear_params_t *params);
+void kiln_ukernel_attention(const kiln_attention_params_t *params);
+void kiln_ukernel_paged_attention(const kiln_paged_attention_params_t *params);
 
 #ifdef __cplusplus
 } /* extern "C" */
+static_assert(sizeof(kiln_attention_params_t) == 8 * KILN_ATTENTION_SLOTS,
+              "every field of the parameter struct is one 8-byte slot");
 static_assert(sizeof(kiln_paged_attention_params_t) == 8 * KILN_PAGED_ATTENTION_SLOTS,
               "every field of the parameter struct is one 8-byte slot");
 static_assert(sizeof(kiln_linear_params_t) == 8 * KILN_LINEAR_SLOTS,

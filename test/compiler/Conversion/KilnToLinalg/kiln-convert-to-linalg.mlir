@@ -2080,11 +2080,13 @@ func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tenso
 // -----
 
 // Tests that attention becomes a call of the runtime's attention microkernel
-// on the operands' buffers: dynamic head counts are checked against each
-// other (the query heads a multiple of the key/value heads), the result is a
-// fresh buffer, absent masks (and the absent past and presents) are null
-// pointers with zero strides, and the microkernel is declared once in the
-// module.
+// on one parameter struct (kiln_attention_params_t: 65 i64 slots on the
+// stack, in declaration order) that points at the operands' buffers: dynamic
+// head counts are checked against each other (the query heads a multiple of
+// the key/value heads), the result is a fresh buffer, absent masks (and the
+// absent past and presents) are null pointers with zero strides (slots 33,
+// 38 and 44: position bias, keep and bias), the scale is a double's bits
+// (slot 49), and the microkernel is declared once in the module.
 
 // CHECK-LABEL: func.func @attention_gqa
 // CHECK-SAME: (%[[Q:[a-zA-Z0-9_]+]]: tensor<2x?x8x16xf32>, %[[K:[a-zA-Z0-9_]+]]: tensor<2x?x8x16xf32>, %[[V:[a-zA-Z0-9_]+]]: tensor<2x?x8x32xf32>)
@@ -2095,13 +2097,29 @@ func.func @check_reshape_negative(%x: tensor<?xf32>, %s: tensor<2xi64>) -> tenso
 // CHECK: bufferization.to_memref %[[Q]] read_only {kiln.read_by = {{.*}}} : memref<2x?x8x16xf32, strided<[?, ?, ?, ?], offset: ?>>
 // CHECK: bufferization.to_memref %[[K]] read_only
 // CHECK: bufferization.to_memref %[[V]] read_only
+// CHECK: %[[NOPASTKEY:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NOPASTVALUE:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NOPOSITION:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[NOKEEP:.+]] = llvm.mlir.zero : !llvm.ptr
 // CHECK: %[[NOBIAS:.+]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f32
-// CHECK: call @kiln_ukernel_attention({{.*}}, %[[NOKEEP]], {{.*}}, %[[NOBIAS]], {{.*}}, %[[SCALE]], {{.*}}) : (i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, i64, i64, i64, i64) -> ()
+// CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f64
+// CHECK: %[[BITS:.+]] = arith.bitcast %[[SCALE]] : f64 to i64
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<65xi64>
+// CHECK: %[[P:.+]] = llvm.ptrtoint %[[NOPOSITION]] : !llvm.ptr to i64
+// CHECK-NEXT: %{{.+}} = arith.constant 33 : index
+// CHECK-NEXT: memref.store %[[P]], %[[PARAMS]]
+// CHECK: %[[KP:.+]] = llvm.ptrtoint %[[NOKEEP]] : !llvm.ptr to i64
+// CHECK-NEXT: %{{.+}} = arith.constant 38 : index
+// CHECK-NEXT: memref.store %[[KP]], %[[PARAMS]]
+// CHECK: %[[BP:.+]] = llvm.ptrtoint %[[NOBIAS]] : !llvm.ptr to i64
+// CHECK-NEXT: %{{.+}} = arith.constant 44 : index
+// CHECK-NEXT: memref.store %[[BP]], %[[PARAMS]]
+// CHECK: %{{.+}} = arith.constant 49 : index
+// CHECK-NEXT: memref.store %[[BITS]], %[[PARAMS]]
+// CHECK: call @kiln_ukernel_attention(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<2x?x8x32xf32>
 // CHECK: return %[[R]]
-// CHECK: func.func private @kiln_ukernel_attention(
+// CHECK: func.func private @kiln_ukernel_attention(!llvm.ptr)
 func.func @attention_gqa(%q: tensor<2x?x8x16xf32>, %k: tensor<2x?x8x16xf32>, %v: tensor<2x?x8x32xf32>) -> tensor<2x?x8x32xf32> {
   %o = kiln.attention %q, %k, %v {scale = 0.25 : f32} : (tensor<2x?x8x16xf32>, tensor<2x?x8x16xf32>, tensor<2x?x8x32xf32>) -> tensor<2x?x8x32xf32>
   return %o : tensor<2x?x8x32xf32>
@@ -2123,17 +2141,67 @@ func.func @attention_gqa(%q: tensor<2x?x8x16xf32>, %k: tensor<2x?x8x16xf32>, %v:
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}}:2, %[[KS:.+]]:2 = memref.extract_strided_metadata %[[KEEPBUF]]
 // CHECK: %[[KS0:.+]] = arith.index_cast %[[KS]]#0 : index to i64
 // CHECK: %[[KS1:.+]] = arith.index_cast %[[KS]]#1 : index to i64
-// CHECK: %[[FILL:.+]] = arith.constant -1.000000e+04 : f32
+// CHECK: %[[FILL:.+]] = arith.constant -1.000000e+04 : f64
+// CHECK: %[[FILLBITS:.+]] = arith.bitcast %[[FILL]] : f64 to i64
 // CHECK: %[[MASKBUF:.+]] = bufferization.to_memref %[[MASK]] read_only
 // CHECK: %{{.+}}, %{{.+}}, %{{.+}}:4, %[[MS:.+]]:4 = memref.extract_strided_metadata %[[MASKBUF]]
 // CHECK: %[[MS0:.+]] = arith.index_cast %[[MS]]#0 : index to i64
 // CHECK: %[[MS3:.+]] = arith.index_cast %[[MS]]#3 : index to i64
-// CHECK: call @kiln_ukernel_attention({{.*}}, %{{c0_i64[_0-9]*}}, %{{c0_i64[_0-9]*}}, %[[KS0]], %[[KS1]], %[[FILL]], %{{.+}}, %[[MS0]], %{{.+}}, %{{.+}}, %[[MS3]], %{{.+}}
+// CHECK: %{{.+}} = arith.constant 39 : index
+// CHECK-NEXT: memref.store %{{c0_i64[_0-9]*}}, %[[PARAMS:.+]][
+// CHECK-NEXT: %{{.+}} = arith.constant 40 : index
+// CHECK-NEXT: memref.store %{{c0_i64[_0-9]*}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 41 : index
+// CHECK-NEXT: memref.store %[[KS0]], %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 42 : index
+// CHECK-NEXT: memref.store %[[KS1]], %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 43 : index
+// CHECK-NEXT: memref.store %[[FILLBITS]], %[[PARAMS]]
+// CHECK: %{{.+}} = arith.constant 45 : index
+// CHECK-NEXT: memref.store %[[MS0]], %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 46 : index
+// CHECK-NEXT: memref.store %{{c0_i64[_0-9]*}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 47 : index
+// CHECK-NEXT: memref.store %{{c0_i64[_0-9]*}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 48 : index
+// CHECK-NEXT: memref.store %[[MS3]], %[[PARAMS]]
+// CHECK: call @kiln_ukernel_attention(
 func.func @attention_masks(%q: tensor<1x4x?x16xf32>, %k: tensor<1x4x?x16xf32>, %v: tensor<1x4x?x16xf32>,
                            %keep: tensor<?x?xi1>, %mask: tensor<?x1x1x?xf32>) -> tensor<1x4x?x16xf32> {
   %o = kiln.attention %q, %k, %v keep %keep bias %mask {scale = 0.25 : f32, masked_value = -1.0e4 : f32}
       : (tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>, tensor<?x?xi1>, tensor<?x1x1x?xf32>) -> tensor<1x4x?x16xf32>
   return %o : tensor<1x4x?x16xf32>
+}
+
+// -----
+
+// Tests that a position bias (ALiBi's [B, H, 1, Tk]) is checked against the
+// scores as operand 3 and fills slots 33 to 37: its pointer, then its
+// strides with 0 for its static size-1 query dim.
+
+// CHECK-LABEL: func.func @attention_position_bias
+// CHECK-SAME: %[[ALIBI:[a-zA-Z0-9_]+]]: tensor<?x4x1x?xf32>
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 3 dim 0 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: cf.assert %{{.+}}, "kiln.attention: operand 3 dim 3 does not match the result's size (dynamic sizes do not broadcast)"
+// CHECK: %[[BUF:.+]] = bufferization.to_memref %[[ALIBI]] read_only
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}}:4, %[[S:.+]]:4 = memref.extract_strided_metadata %[[BUF]]
+// CHECK: %[[S0:.+]] = arith.index_cast %[[S]]#0 : index to i64
+// CHECK: %[[S1:.+]] = arith.index_cast %[[S]]#1 : index to i64
+// CHECK: %[[S3:.+]] = arith.index_cast %[[S]]#3 : index to i64
+// CHECK: %{{.+}} = arith.constant 34 : index
+// CHECK-NEXT: memref.store %[[S0]], %[[PARAMS:.+]][
+// CHECK-NEXT: %{{.+}} = arith.constant 35 : index
+// CHECK-NEXT: memref.store %[[S1]], %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 36 : index
+// CHECK-NEXT: memref.store %{{c0_i64[_0-9]*}}, %[[PARAMS]]
+// CHECK-NEXT: %{{.+}} = arith.constant 37 : index
+// CHECK-NEXT: memref.store %[[S3]], %[[PARAMS]]
+// CHECK: call @kiln_ukernel_attention(
+func.func @attention_position_bias(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                                   %alibi: tensor<?x4x1x?xf32>) -> tensor<?x4x?x16xf32> {
+  %o = kiln.attention %q, %k, %v position_bias %alibi {scale = 0.25 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x1x?xf32>) -> tensor<?x4x?x16xf32>
+  return %o : tensor<?x4x?x16xf32>
 }
 
 // -----
@@ -2177,8 +2245,13 @@ func.func @attention_past(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %v
 // CHECK: %[[OUT:.+]] = memref.alloc() : memref<1x4x1x16xf32>
 // CHECK: %[[PRESENTV:.+]] = memref.alloc() : memref<1x4x9x16xf32>
 // CHECK-NOT: memref.alloc
-// CHECK: %[[NULL:.+]] = llvm.mlir.zero : !llvm.ptr
-// CHECK: call @kiln_ukernel_attention({{.*}}, %[[NULL]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}) :
+// CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f64
+// CHECK-NEXT: arith.bitcast %[[SCALE]]
+// CHECK-NEXT: %[[NULL:.+]] = llvm.mlir.zero : !llvm.ptr
+// CHECK: %[[NULLBITS:.+]] = llvm.ptrtoint %[[NULL]] : !llvm.ptr to i64
+// CHECK-NEXT: %{{.+}} = arith.constant 55 : index
+// CHECK-NEXT: memref.store %[[NULLBITS]]
+// CHECK: call @kiln_ukernel_attention(
 // CHECK: %[[RV:.+]] = bufferization.to_tensor %[[PRESENTV]] restrict writable
 // CHECK: return %{{.+}}, %[[RV]]
 func.func @attention_unread_present(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x8x16xf32>)
@@ -2531,10 +2604,10 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // -----
 
 // Tests that paged attention becomes a call of the runtime's paged attention
-// microkernel on one parameter struct (kiln/abi/kernel_abi.h): 48 i64 slots on
+// microkernel on one parameter struct (kiln/abi/kernel_abi.h): 53 i64 slots on
 // the stack, filled in declaration order (slot 22 the pool's dtype, 1 for
 // f32; 24 to 26 the pool's layer count 2, the layer 1 and the block size
-// 8; 42 the scale as a double's bits),
+// 8; 47 the scale as a double's bits),
 // after the padded past's width is checked and the masks are checked
 // against it plus the new rows.
 
@@ -2548,7 +2621,7 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // CHECK: bufferization.to_memref %[[LENGTHS]] read_only
 // CHECK: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f64
 // CHECK: %[[BITS:.+]] = arith.bitcast %[[SCALE]] : f64 to i64
-// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<48xi64>
+// CHECK: %[[PARAMS:.+]] = memref.alloca() {kiln.ukernel_params} : memref<53xi64>
 // CHECK: memref.store %{{.+}}, %[[PARAMS]]
 // CHECK: memref.store %[[W]], %[[PARAMS]]
 // CHECK: %{{.+}} = arith.constant 22 : index
@@ -2559,7 +2632,7 @@ func.func @linear_activation_codes(%x: tensor<8x64xf32>, %w: tensor<64x32xf32>)
 // CHECK-NEXT: memref.store %c1_i64{{(_[0-9]+)?}}, %[[PARAMS]]
 // CHECK-NEXT: %{{.+}} = arith.constant 26 : index
 // CHECK-NEXT: memref.store %c8_i64{{(_[0-9]+)?}}, %[[PARAMS]]
-// CHECK: %{{.+}} = arith.constant 42 : index
+// CHECK: %{{.+}} = arith.constant 47 : index
 // CHECK-NEXT: memref.store %[[BITS]], %[[PARAMS]]
 // CHECK: call @kiln_ukernel_paged_attention(%{{.+}}) : (!llvm.ptr) -> ()
 // CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable

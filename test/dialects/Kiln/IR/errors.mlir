@@ -946,6 +946,15 @@ func.func @attention_mask_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf3
 
 // -----
 
+// Tests that a position bias must broadcast to the scores too.
+func.func @attention_position_bias_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x4x6x16xf32>, %v: tensor<1x4x6x16xf32>, %p: tensor<1x8x1x6xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{'kiln.attention' op position_bias shape [1, 8, 1, 6] does not broadcast to the scores' shape [1, 4, 8, 6]}}
+  %o = kiln.attention %q, %k, %v position_bias %p {scale = 1.0 : f32} : (tensor<1x4x8x16xf32>, tensor<1x4x6x16xf32>, tensor<1x4x6x16xf32>, tensor<1x8x1x6xf32>) -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
 // Tests that a past is a key and a value, with a present for each.
 func.func @attention_past_count(%q: tensor<1x4x1x16xf32>, %k: tensor<1x4x1x16xf32>, %pk: tensor<1x4x5x16xf32>) -> tensor<1x4x1x16xf32> {
   // expected-error @+1 {{'kiln.attention' op past takes a key and a value and gives two presents, got 1 past operands and 1 presents}}

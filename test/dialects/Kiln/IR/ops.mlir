@@ -677,6 +677,24 @@ func.func @rotary_partial(%x: tensor<?x4x?x16xf32>, %cos: tensor<?x1x?x8xf32>, %
 
 // -----
 
+// Tests that attention and paged_attention round-trip with a position bias.
+
+// CHECK-LABEL: func.func @attention_position_bias
+// CHECK: kiln.attention %{{.+}}, %{{.+}}, %{{.+}} position_bias %{{.+}} keep %{{.+}} {scale = 2.500000e-01 : f32}
+// CHECK: kiln.paged_attention %{{.+}}, %{{.+}}, %{{.+}} cache %{{.+}} tables %{{.+}} lengths %{{.+}} width %{{.+}} position_bias %{{.+}} {layer = 0 : i64, scale = 2.500000e-01 : f32}
+func.func @attention_position_bias(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x16xf32>,
+                                   %alibi: tensor<?x4x1x?xf32>, %keep: tensor<1x1x?x?xi1>,
+                                   %pool: tensor<?x1x2x4x8x16xf32>, %tables: tensor<?x?xi64>, %lengths: tensor<?xi64>,
+                                   %width: tensor<i64>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
+  %a = kiln.attention %q, %k, %v position_bias %alibi keep %keep {scale = 0.25 : f32, masked_value = 0.0 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x1x?xf32>, tensor<1x1x?x?xi1>) -> tensor<?x4x?x16xf32>
+  %b = kiln.paged_attention %q, %k, %v cache %pool tables %tables lengths %lengths width %width position_bias %alibi {layer = 0 : i64, scale = 2.500000e-01 : f32}
+      : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x1x2x4x8x16xf32>, tensor<?x?xi64>, tensor<?xi64>, tensor<i64>, tensor<?x4x1x?xf32>) -> tensor<?x4x?x16xf32>
+  return %a, %b : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
+
+// -----
+
 // Tests that paged_attention round-trips with its pool, tables, lengths,
 // padded past width and a bias.
 
