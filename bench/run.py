@@ -70,6 +70,9 @@ TINY_CASES = [
     ("llama_tiny", 1, 128, 0, "prefill"),
     ("llama_tiny", 1, 1, 127, "decode"),
     ("llama_tiny", 8, 1, 127, "decode"),
+    ("bloom_tiny", 1, 128, 0, "prefill"),
+    ("bloom_tiny", 1, 1, 127, "decode"),
+    ("bloom_tiny", 8, 1, 127, "decode"),
     ("einsum_encoder_tiny", 1, 128, 0, "encode"),
     ("einsum_encoder_tiny", 8, 128, 0, "encode"),
 ]
