@@ -782,8 +782,8 @@ struct FoldConstantsPass
   }
 
   /// Rewrites a reshape's shape operand, when each entry is known (a
-  /// constant or a dim of some tensor), as the list of those entries
-  /// (constants and unsqueezed kiln.dim values), which the lowering reads
+  /// constant or a dim of some tensor, or a multiple of one), as the list of
+  /// those entries (buildShape), which the lowering reads
   /// entry by entry: the dynamo exporter's slices of shape_of would be read
   /// from memory at run time, leaving the sizes after them unbounded for the
   /// memory plan. Its -1 becomes what it stands for where inferredSize can
