@@ -5,7 +5,8 @@ runs the Hugging Face exports of models/hf and PyTorch's
 nn.TransformerEncoder (d=256, 4 layers, exported into the work dir at run
 time by models/export.py) at batch 1 and 8, 128 tokens; `--suite scale`
 runs Llama at realistic sizes (models/export.py's llama_medium, 155M
-parameters, and llama_large, Llama-3.2-1B's shape; made at run time) for a
+parameters, and llama_large, Llama-3.2-1B's shape) and BLOOM at Llama
+medium's width and depth (bloom_medium; all made at run time) for a
 prefill of 512 tokens and decode steps at batch 1, 8 and 32 after 512, and
 holds each step against the machine's ceilings measured in the same run
 (bench/roofline.cpp: read bandwidth, fp32 FMA and int8 dot-product peaks): the bytes the step
@@ -58,7 +59,7 @@ import quantization
 ROOT = os.path.dirname(harness.HERE)
 MODEL_DIRS = [os.path.join(ROOT, "models", "exports"), os.path.join(ROOT, "models", "hf")]
 # Exports made at run time into the work dir (too large to check in).
-GENERATED_MODELS = {"torch_encoder", "llama_medium", "llama_large"}
+GENERATED_MODELS = {"torch_encoder", "llama_medium", "llama_large", "bloom_medium"}
 
 # (model, batch, sequence, past, what it stands for)
 TINY_CASES = [
@@ -81,7 +82,7 @@ HF_MODELS = ["hf_distilbert_dynamo", "hf_distilbert_ts17", "hf_gemma_kv_ts17",
              "hf_qwen3_kv_ts17", "hf_roberta_dynamo", "hf_roberta_ts17", "torch_encoder"]
 HF_CASES = [(model, batch, 128, 0, "encode" if "_kv_" not in model else "prefill")
             for model in HF_MODELS for batch in (1, 8)]
-SCALE_MODELS = ["llama_medium", "llama_large"]
+SCALE_MODELS = ["llama_medium", "llama_large", "bloom_medium"]
 SCALE_CASES = [case for model in SCALE_MODELS
                for case in [(model, 1, 512, 0, "prefill"), (model, 1, 1, 512, "decode"),
                             (model, 8, 1, 512, "decode"), (model, 32, 1, 512, "decode")]]
@@ -344,11 +345,12 @@ def weight_bytes(variant):
 
 def product_weights(architecture):
     """The weight elements of one layer's projections (Q, K, V, O and the
-    gated MLP's three) and of the LM head."""
+    MLP's matrices: a gated MLP's three, BLOOM's two) and of the LM head."""
     a = architecture
     hidden, head_dim = a["hidden_size"], a["head_dim"]
     projections = (hidden * a["num_heads"] * head_dim + 2 * hidden * a["num_kv_heads"] * head_dim
-                   + a["num_heads"] * head_dim * hidden + 3 * hidden * a["intermediate_size"])
+                   + a["num_heads"] * head_dim * hidden
+                   + a.get("mlp_matrices", 3) * hidden * a["intermediate_size"])
     return projections, hidden * a["vocab_size"]
 
 
@@ -371,7 +373,7 @@ def int8_flops(architecture, batch, sequence, variant):
 
 
 def step_cost(architecture, batch, sequence, past, variant="fused"):
-    """What one step of a Llama decoder must move (bytes) and do (FLOPs):
+    """What one step of a decoder must move (bytes) and do (FLOPs):
     every weight read once (the embedding only at the rows it gathers,
     unless the LM head reads it whole), the projections' weights at
     weight_bytes(variant) each and the LM head's too when the build

