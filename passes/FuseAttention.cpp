@@ -450,6 +450,23 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
     // that the masks do not grow them, so the weights have the same shape.
     if (headFold && !provablyFoldedHeads(headFold, maskedScores))
       return rewriter.notifyMatchFailure(output, "weights not provably folded by heads");
+    // A static batch of folded heads must hold whole groups of H (the
+    // unfused reshapes fail otherwise; a position bias of 1 broadcasts).
+    bool foldedProduct = static_cast<bool>(chain->headSplit);
+    bool foldedBias = foldedProduct && chain->positionBias &&
+                      cast<RankedTensorType>(chain->positionBiasAdd.getType()).getRank() == 3;
+    auto wholeGroups = [&](Value operand, bool folded, bool broadcasts) {
+      if (!operand || !folded || cast<RankedTensorType>(operand.getType()).getRank() != 3)
+        return true;
+      int64_t batch = cast<RankedTensorType>(operand.getType()).getDimSize(0);
+      return ShapedType::isDynamic(batch) || (broadcasts && batch == 1) ||
+             (batch > 0 && batch % *heads == 0);
+    };
+    if (!wholeGroups(query, foldedProduct, false) ||
+        !wholeGroups(keyTransposed, foldedProduct, false) ||
+        !wholeGroups(value, static_cast<bool>(headFold), false) ||
+        !wholeGroups(chain->positionBias, foldedBias, true))
+      return rewriter.notifyMatchFailure(output, "folded heads not whole groups");
     Value key = keyOf(*chain, rewriter);
     if (!key)
       return rewriter.notifyMatchFailure(output, "K is not read transposed");
@@ -466,9 +483,6 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
         return unfoldHeads(rewriter, loc, operand, *heads);
       return withLeadingUnitDims(rewriter, loc, operand, 4 - type.getRank());
     };
-    bool foldedProduct = static_cast<bool>(chain->headSplit);
-    bool foldedBias = foldedProduct && chain->positionBias &&
-                      cast<RankedTensorType>(chain->positionBiasAdd.getType()).getRank() == 3;
     // One statement each: the new ops come in operand order.
     Value query4d = as4d(query, foldedProduct);
     Value key4d = as4d(key, foldedProduct);

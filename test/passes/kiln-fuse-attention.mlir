@@ -897,3 +897,36 @@ func.func @masked_fill(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x16xf32>, %v: t
   %o = kiln.matmul %p, %v : (tensor<?x4x?x?xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   return %o : tensor<?x4x?x16xf32>
 }
+
+// -----
+
+// Tests that products on a static batch of folded heads that is not a whole
+// number of [B, 4] groups (6) are not fused: the unfused reshape fails at
+// run time, and no unfolded type could hold the six.
+
+// CHECK-LABEL: func.func @folded_heads_partial_group
+//   CHECK-NOT: kiln.attention
+//       CHECK: kiln.softmax
+func.func @folded_heads_partial_group(%q3: tensor<6x?x16xf32>, %k3: tensor<6x?x16xf32>, %v3: tensor<6x?x16xf32>,
+                                      %batch: tensor<?xi64>) -> tensor<6x?x16xf32> {
+  %b = kiln.dim %batch {index = 0 : i64} : tensor<?xi64> -> tensor<i64>
+  %four = kiln.constant dense<4> : tensor<i64>
+  %heads = kiln.constant dense<4> : tensor<1xi64>
+  %minus1 = kiln.constant dense<-1> : tensor<1xi64>
+  %k3t = kiln.transpose %k3 {permutation = array<i64: 0, 2, 1>} : (tensor<6x?x16xf32>) -> tensor<6x16x?xf32>
+  %s = kiln.matmul %q3, %k3t : (tensor<6x?x16xf32>, tensor<6x16x?xf32>) -> tensor<6x?x?xf32>
+  %bu = kiln.unsqueeze %b {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tqd = kiln.dim %s {index = 1 : i64} : tensor<6x?x?xf32> -> tensor<i64>
+  %tqu = kiln.unsqueeze %tqd {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %tkd = kiln.dim %s {index = 2 : i64} : tensor<6x?x?xf32> -> tensor<i64>
+  %tku = kiln.unsqueeze %tkd {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %unfold = kiln.concat %bu, %heads, %tqu, %tku {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %s4 = kiln.reshape %s, %unfold : (tensor<6x?x?xf32>, tensor<4xi64>) -> tensor<?x4x?x?xf32>
+  %p = kiln.softmax %s4 {axis = 3 : i64} : tensor<?x4x?x?xf32>
+  %bh = kiln.mul %b, %four : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %bhu = kiln.unsqueeze %bh {axes = array<i64: 0>} : (tensor<i64>) -> tensor<1xi64>
+  %fold = kiln.concat %bhu, %tqu, %minus1 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %p3 = kiln.reshape %p, %fold : (tensor<?x4x?x?xf32>, tensor<3xi64>) -> tensor<?x?x?xf32>
+  %o = kiln.matmul %p3, %v3 : (tensor<?x?x?xf32>, tensor<6x?x16xf32>) -> tensor<6x?x16xf32>
+  return %o : tensor<6x?x16xf32>
+}
