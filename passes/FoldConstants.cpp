@@ -806,6 +806,15 @@ struct FoldConstantsPass
     reshape.getShapeMutable().assign(buildShape(builder, reshape.getLoc(), *elements));
   }
 
+  /// Multiplies `product` by the static part of `source` (its size, or its
+  /// factor) and leaves its dynamic part in `source` (factor 1); false on
+  /// overflow.
+  static bool takeStaticPart(DimSource &source, int64_t &product) {
+    int64_t multiple = source.size ? *source.size : source.factor;
+    source.factor = 1;
+    return !llvm::MulOverflow(product, multiple, product);
+  }
+
   /// The index of a reshape's one -1 entry and the size it stands for, when
   /// the other entries are constants and dims (or multiples of dims, B·H)
   /// whose sources (traceDim) account for all but at most one of the
@@ -825,13 +834,10 @@ struct FoldConstantsPass
     int64_t inputStatic = 1;
     for (int64_t dim = 0; dim < inputType.getRank(); ++dim) {
       DimSource source = traceDim(input, dim);
-      int64_t multiple = source.size ? *source.size : source.factor;
-      if (llvm::MulOverflow(inputStatic, multiple, inputStatic))
+      if (!takeStaticPart(source, inputStatic))
         return std::nullopt;
-      if (!source.size) {
-        source.factor = 1;
+      if (!source.size)
         inputSources.push_back({source, dim});
-      }
     }
     // The entries' size, likewise, each dynamic source struck off the
     // input's.
@@ -854,14 +860,10 @@ struct FoldConstantsPass
       } else if (element.constant && *element.constant > 0) {
         source = DimSource{element.constant, nullptr, 0};
       }
-      if (!source)
-        return std::nullopt;
-      int64_t multiple = source->size ? *source->size : source->factor;
-      if (llvm::MulOverflow(entriesStatic, multiple, entriesStatic))
+      if (!source || !takeStaticPart(*source, entriesStatic))
         return std::nullopt;
       if (source->size)
         continue;
-      source->factor = 1;
       auto match = llvm::find_if(inputSources, [&](const auto &entry) {
         return entry.first == *source;
       });

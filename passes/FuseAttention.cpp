@@ -119,9 +119,8 @@ ShapeElement dimEntry(Value value, int64_t dim) {
 /// sight), else a new reshape.
 Value unfoldHeads(PatternRewriter &rewriter, Location loc, Value folded, int64_t heads) {
   if (auto fold = folded.getDefiningOp<ReshapeOp>())
-    if (cast<RankedTensorType>(fold.getInput().getType()).getRank() == 4 &&
-        cast<RankedTensorType>(fold.getInput().getType()).getDimSize(1) == heads &&
-        provablyFoldedHeads(folded, fold.getInput()))
+    if (provablyFoldedHeads(folded, fold.getInput()) &&
+        cast<RankedTensorType>(fold.getInput().getType()).getDimSize(1) == heads)
       return fold.getInput();
   auto type = cast<RankedTensorType>(folded.getType());
   return rewriter.create<ReshapeOp>(
@@ -373,16 +372,20 @@ SoftmaxOp matchWeights(Value weights, bool &guarded) {
   return softmax;
 }
 
+/// A 0-d constant `number` of `like`'s (float) element type.
+Value scalarLike(PatternRewriter &rewriter, Location loc, Value like, double number) {
+  Type element = cast<RankedTensorType>(like.getType()).getElementType();
+  return rewriter.create<ConstantOp>(
+      loc, cast<ElementsAttr>(DenseElementsAttr::get(RankedTensorType::get({}, element),
+                                                     rewriter.getFloatAttr(element, number))));
+}
+
 /// where(isnan(x), 0, x) of the same type as x.
 Value zeroNaNs(PatternRewriter &rewriter, Location loc, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   Value isNaN = rewriter.create<CompareOp>(loc, type.clone(rewriter.getI1Type()),
                                            ComparePredicate::ne, x, x);
-  auto scalarType = RankedTensorType::get({}, type.getElementType());
-  Value zero = rewriter.create<ConstantOp>(
-      loc, cast<ElementsAttr>(DenseElementsAttr::get(
-               scalarType, rewriter.getFloatAttr(type.getElementType(), 0.0))));
-  return rewriter.create<WhereOp>(loc, type, isNaN, zero, x);
+  return rewriter.create<WhereOp>(loc, type, isNaN, scalarLike(rewriter, loc, x, 0.0), x);
 }
 
 /// `value` · `factor` (a kiln.mul by a scalar constant unless the factor is
@@ -390,12 +393,8 @@ Value zeroNaNs(PatternRewriter &rewriter, Location loc, Value x) {
 Value scaled(PatternRewriter &rewriter, Location loc, Value value, double factor) {
   if (factor == 1.0)
     return value;
-  auto type = cast<RankedTensorType>(value.getType());
-  Value constant = rewriter.create<ConstantOp>(
-      loc, cast<ElementsAttr>(DenseElementsAttr::get(
-               RankedTensorType::get({}, type.getElementType()),
-               rewriter.getFloatAttr(type.getElementType(), factor))));
-  return rewriter.create<MulOp>(loc, type, value, constant);
+  return rewriter.create<MulOp>(loc, value.getType(), value,
+                                scalarLike(rewriter, loc, value, factor));
 }
 
 struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
@@ -417,17 +416,17 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
     if (!chain)
       return rewriter.notifyMatchFailure(output, "no Q·Kᵀ score chain");
     // Folded heads, if any: the unfolding's and the folding's, which agree.
+    auto headCount = [](Value unfolded) {
+      return cast<RankedTensorType>(unfolded.getType()).getDimSize(1);
+    };
     std::optional<int64_t> heads;
-    for (ReshapeOp reshape : {chain->headSplit, headFold})
-      if (reshape) {
-        int64_t count = cast<RankedTensorType>(
-                            (reshape == headFold ? reshape.getInput() : reshape.getResult())
-                                .getType())
-                            .getDimSize(1);
-        if (heads && *heads != count)
-          return rewriter.notifyMatchFailure(output, "heads folded by different counts");
-        heads = count;
-      }
+    if (chain->headSplit)
+      heads = headCount(chain->headSplit.getResult());
+    if (headFold) {
+      if (heads && *heads != headCount(headFold.getInput()))
+        return rewriter.notifyMatchFailure(output, "heads folded by different counts");
+      heads = headCount(headFold.getInput());
+    }
     Value query = chain->query, keyTransposed = chain->keyTransposed;
     Value value = output.getRhs();
     Value scores = chain->scores.getResult();
@@ -495,10 +494,8 @@ struct FuseAttentionPattern : public OpRewritePattern<MatMulOp> {
       keep4d = rewriter.create<NotOp>(loc, keep4d.getType(), keep4d);
     Value bias4d = as4d(chain->bias, false);
     auto outputType = cast<RankedTensorType>(output.getType());
-    RankedTensorType resultType = outputType;
-    if (rank == 3)
-      resultType = outputType.clone(headFold ? unfoldedHeads(outputType.getShape(), *heads)
-                                             : fusedShape(output, std::nullopt));
+    auto resultType =
+        outputType.clone(fusedShape(output, headFold ? heads : std::nullopt));
     auto attention = rewriter.create<AttentionOp>(
         loc, resultType, TypeRange(), query4d, key4d, value4d, ValueRange(),
         positionBias4d, keep4d, bias4d, rewriter.getF32FloatAttr(chain->scale),

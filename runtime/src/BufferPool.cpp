@@ -130,6 +130,8 @@ void *allocateBuffer(size_t alignment, size_t size) {
   if (!raw)
     return nullptr;
   {
+    // Counted once it exists: a request the system cannot meet (a bad
+    // request's sizes) must not raise the cache's bound.
     std::lock_guard<std::mutex> lock(p.mutex);
     p.liveBytes += headerSize + sizeClass;
     p.peakLiveBytes = std::max(p.peakLiveBytes, p.liveBytes);
