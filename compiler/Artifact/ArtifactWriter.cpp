@@ -39,6 +39,10 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   manifest["target"] = {{"triple", contents.triple},
                         {"cpu", contents.cpu},
                         {"features", contents.cpuFeatures}};
+  if (!contents.gpuArch.empty())
+    manifest["gpu"] = {{"api", "cuda"},
+                       {"arch", contents.gpuArch},
+                       {"kernel_checks", contents.kernelChecks}};
   manifest["entry"] = "kiln_entry";
   manifest["inputs"] = nlohmann::json::array();
   manifest["outputs"] = nlohmann::json::array();

@@ -40,6 +40,11 @@ struct ArtifactContents {
   std::vector<ArtifactTensor> inputs, outputs;
   std::vector<ArtifactWeight> weights; // entry arguments after the inputs
   std::vector<char> code;              // ELF shared object exporting kiln_entry
+  /// Set when kiln_entry is the host side of the CUDA target: the GPU
+  /// architecture of its PTX, and the messages of the checks its kernels
+  /// flag by number (from 1) in their module's kiln_kernel_check.
+  std::string gpuArch;
+  std::vector<std::string> kernelChecks;
   /// The planned arena the code takes after the weights (0: none planned).
   int64_t arenaBytes = 0;
   /// Bytes of weights that had to be converted (unpacked i1), which

@@ -232,20 +232,15 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   if (cudaKernels && !cudaOptimizations(optimizations, error))
     return false;
   CpuTarget target;
-  if (cuda) {
-    if (!isSupportedGpuArch(options.gpuArch)) {
-      error = "--gpu=" + options.gpuArch + ": not a GPU architecture kilnc "
-              "generates PTX for (" + supportedGpuArchs() + ")";
-      return false;
-    }
-    if (stage == CompileStage::Artifact) {
-      error = "the CUDA target makes PTX kernels (--emit=ptx) but no artifact "
-              "yet: the runtime's CUDA path is still to come";
-      return false;
-    }
-  } else if (!resolveCpuTarget(options.cpu, target, error)) {
+  if (cuda && !isSupportedGpuArch(options.gpuArch)) {
+    error = "--gpu=" + options.gpuArch + ": not a GPU architecture kilnc "
+            "generates PTX for (" + supportedGpuArchs() + ")";
     return false;
   }
+  // The GPU target's host code only launches kernels and copies: it runs on
+  // any x86-64.
+  if (!resolveCpuTarget(cuda ? "x86-64" : options.cpu, target, error))
+    return false;
 
   auto instrument = [&](PassManager &pm) {
     if (options.report)
@@ -280,15 +275,6 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     return false;
   if (stage == CompileStage::Linalg)
     return true;
-  if (cuda) {
-    PassManager gpuLowering(module.getContext());
-    instrument(gpuLowering);
-    buildCudaLoweringPipeline(gpuLowering, options.gpuArch, optimizations);
-    if (!runPipeline(gpuLowering, module, "lowering to PTX", error))
-      return false;
-    takeMemoryPlan(module, options.report);
-    return true;
-  }
   if (!collectWeights(module, artifact, artifact.convertedWeights, error))
     return false;
   // The weights that the passes wrote are read back from their scratch file
@@ -297,14 +283,26 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
 
   PassManager llvmLowering(module.getContext());
   instrument(llvmLowering);
-  if (options.gpuKernelsOnCpu) {
+  if (cuda) {
+    buildCudaLoweringPipeline(llvmLowering, options.gpuArch, optimizations);
+    addCudaHostLowering(llvmLowering);
+  } else if (options.gpuKernelsOnCpu) {
     addCudaKernelMapping(llvmLowering, optimizations);
     addLLVMCPULoopLowering(llvmLowering);
   } else {
     buildLLVMCPULoweringPipeline(llvmLowering, optimizations);
   }
-  if (!runPipeline(llvmLowering, module, "lowering to LLVM", error))
+  if (!runPipeline(llvmLowering, module, cuda ? "lowering to PTX and LLVM" : "lowering to LLVM",
+                   error))
     return false;
+  if (cuda) {
+    artifact.gpuArch = options.gpuArch;
+    if (auto checks = module->getAttrOfType<ArrayAttr>(kKernelChecksAttrName)) {
+      for (Attribute message : checks)
+        artifact.kernelChecks.push_back(cast<StringAttr>(message).str());
+      module->removeAttr(kKernelChecksAttrName);
+    }
+  }
   std::vector<ArenaSlot> arenaBuffers;
   if (DictionaryAttr plan = takeMemoryPlan(module, options.report)) {
     artifact.arenaBytes = plan.getAs<IntegerAttr>("arena_bytes").getInt();
@@ -313,6 +311,9 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
       arenaBuffers.push_back({buffer.getAs<IntegerAttr>("offset").getInt(),
                               buffer.getAs<IntegerAttr>("bytes").getInt()});
     }
+    // The GPU target's host code touches no arena buffer; its kernels do.
+    if (cuda)
+      arenaBuffers.clear();
   }
   if (stage == CompileStage::LLVM)
     return true;

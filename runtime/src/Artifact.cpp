@@ -287,6 +287,8 @@ kiln_status_t Artifact::load(const std::string &path, ThreadPool *pool,
           header.manifestSize, header.weightsSize))
     return status;
   const uint8_t *weights = bytes + header.weightsOffset;
+  loaded->weightsSection_ = weights;
+  loaded->weightsSectionBytes_ = header.weightsSize;
   for (size_t i = 0; i < loaded->weights_.size(); ++i)
     loaded->weights_[i].data = weights + loaded->weightOffsets_[i];
   if (kiln_status_t status =
@@ -325,6 +327,31 @@ kiln_status_t Artifact::parseManifest(const char *text, size_t size,
                       path_ + ": compiled for CPU '" + cpu +
                           "', whose features this CPU lacks: " + missing +
                           " (recompile with kilnc --cpu=native or an older --cpu)");
+  }
+
+  // The code is the host side of the CUDA target (format version 10).
+  if (manifest.contains("gpu")) {
+    const json &gpu = manifest["gpu"];
+    std::string api;
+    const json *checks = reader.array(gpu, "gpu", "kernel_checks");
+    if (!reader.string(gpu, "gpu", "api", api) || !reader.string(gpu, "gpu", "arch", gpuArch_) ||
+        !checks)
+      return failed();
+    if (gpuArch_.empty()) {
+      reader.fail("gpu.arch", "empty");
+      return failed();
+    }
+    if (api != "cuda") {
+      reader.fail("gpu.api", "'" + api + "' is not a GPU API this runtime knows (cuda)");
+      return failed();
+    }
+    for (size_t i = 0; i < checks->size(); ++i) {
+      if (!(*checks)[i].is_string()) {
+        reader.fail("gpu.kernel_checks[" + std::to_string(i) + "]", "expected a string");
+        return failed();
+      }
+      kernelChecks_.push_back((*checks)[i].get<std::string>());
+    }
   }
 
   for (auto [key, list] : {std::pair("inputs", &inputs_), std::pair("outputs", &outputs_)}) {

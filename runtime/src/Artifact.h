@@ -31,6 +31,10 @@ struct WeightInfo {
 /// after another.
 using EntryFunction = void (*)(void **arguments, void *results);
 
+/// The pointer MLIR puts in the allocated field of a descriptor of a global
+/// (a constant the code returns); it is not an allocation.
+inline void *const kGlobalAllocatedMarker = reinterpret_cast<void *>(0xdeadbeef);
+
 /// Below this many bytes, checksumOnPool checksums on the calling thread.
 inline constexpr uint64_t kParallelChecksumBytes = uint64_t(64) << 20;
 
@@ -58,6 +62,14 @@ public:
   /// The bytes of the arena the code plans its intermediate buffers in (0
   /// when it plans none); every session has one.
   size_t arenaBytes() const { return arenaBytes_; }
+  /// The GPU architecture of the PTX when the code is the host side of the
+  /// CUDA target (the manifest's "gpu"), else "".
+  const std::string &gpuArch() const { return gpuArch_; }
+  /// The messages of the checks the kernels flag by number, from 1.
+  const std::vector<std::string> &kernelChecks() const { return kernelChecks_; }
+  /// The weights section, as mapped.
+  const void *weightsSection() const { return weightsSection_; }
+  size_t weightsSectionBytes() const { return weightsSectionBytes_; }
   /// Whether `pointer` lies inside the file mapping (weights, for example).
   bool contains(const void *pointer) const;
   /// The index of the weight that `pointer` points into, or -1.
@@ -80,6 +92,10 @@ private:
   std::vector<WeightInfo> weights_;
   std::vector<uint64_t> weightOffsets_;
   size_t arenaBytes_ = 0;
+  std::string gpuArch_;
+  std::vector<std::string> kernelChecks_;
+  const void *weightsSection_ = nullptr;
+  size_t weightsSectionBytes_ = 0;
 };
 
 } // namespace kiln::rt

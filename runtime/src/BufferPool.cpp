@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/src/BufferPool.h"
+#include "runtime/src/Trap.h"
 
 #include "kiln/runtime.h"
 
@@ -184,8 +185,6 @@ void RunBufferTracker::releaseAll() {
 
 } // namespace kiln::rt
 
-extern "C" void kiln_rt_trap(const char *message);
-
 namespace {
 
 /// Generated code does not check for NULL, so a buffer that cannot be had
@@ -196,8 +195,8 @@ void *allocateOrTrap(size_t alignment, size_t size) {
       tracker->allocated(buffer);
     return buffer;
   }
-  kiln_rt_trap("out of memory: a buffer the model needs cannot be allocated");
-  return nullptr;
+  kiln::rt::trap(KILN_STATUS_RESOURCE_EXHAUSTED,
+                 "out of memory: a buffer the model needs cannot be allocated");
 }
 
 } // namespace

@@ -5,15 +5,17 @@
 #include "kiln/abi/dtype.h"
 #include "runtime/src/cpu/Gemm.h"
 #include "runtime/src/cuda/CudaDriver.h"
+#include "runtime/src/cuda/DeviceModel.h"
 #include "runtime/src/LinearObserver.h"
 #include "runtime/src/Status.h"
 #include "runtime/src/ThreadPool.h"
+#include "runtime/src/Trap.h"
 
 #include <algorithm>
-#include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <new>
 
 using kiln::rt::makeStatus;
@@ -25,6 +27,9 @@ struct kiln_instance_s {
 struct kiln_model_s {
   kiln_instance_t *instance;
   std::unique_ptr<kiln::rt::Artifact> artifact;
+  /// The model on its GPU, for an artifact of the CUDA target; released
+  /// before the artifact it reads.
+  std::unique_ptr<kiln::rt::cuda::DeviceModel> device;
 };
 
 namespace {
@@ -45,17 +50,6 @@ struct OutputResult {
   void *data = nullptr;
   size_t byteSize = 0;
 };
-
-/// Where kiln_rt_trap returns to: the run in progress on this thread.
-struct TrapTarget {
-  std::jmp_buf jump;
-  const char *message = nullptr;
-};
-thread_local TrapTarget *currentTrapTarget = nullptr;
-
-/// The pointer MLIR puts in the allocated field of a descriptor of a global;
-/// it is not an allocation.
-void *const kGlobalMarker = reinterpret_cast<void *>(0xdeadbeef);
 
 uint64_t elementCount(const int64_t *shape, size_t rank) {
   uint64_t count = 1;
@@ -108,8 +102,10 @@ struct kiln_session_s {
   /// names: a linear search beats a map's allocations), kept for its capacity.
   std::vector<std::pair<const std::string *, int64_t>> dimSizes;
   /// The code's intermediate buffers (see kiln-plan-memory): allocated once,
-  /// reused by every run.
+  /// reused by every run; on the GPU, the device session's.
   std::unique_ptr<void, decltype(&std::free)> arena{nullptr, &std::free};
+  /// The session's stream and arena on the model's GPU, if it has one.
+  std::unique_ptr<kiln::rt::cuda::DeviceSession> device;
   /// One memref descriptor per argument of the code (inputs, weights, arena):
   /// allocated, aligned, offset, sizes, strides (row-major). Those of the
   /// weights and the arena are written once; a run rewrites the inputs'.
@@ -126,42 +122,47 @@ struct kiln_session_s {
                            const int64_t *shape, size_t byteSize) const;
   kiln_status_t run();
   kiln_status_t callEntry(void **arguments, void *results);
+  /// Runs `call` (callEntry) on the model's GPU: the inputs copied there,
+  /// the results mirrored back into host buffers.
+  kiln_status_t runOnDevice(const std::function<kiln_status_t()> &call);
   void releaseResults();
 };
-
-// Generated code checks at run time what the manifest cannot express (inputs
-// whose sizes must agree, gather indices in range) and calls this when a check
-// fails; so do the runtime functions it calls (the allocator, a microkernel
-// given an unknown code) before they hold anything with a destructor. It
-// never returns: it jumps back to callEntry, which reports the message.
-extern "C" KILN_API void kiln_rt_trap(const char *message) {
-  TrapTarget *target = currentTrapTarget;
-  if (!target) {
-    std::fprintf(stderr, "kiln: %s (outside a run)\n", message);
-    std::abort();
-  }
-  target->message = message;
-  std::longjmp(target->jump, 1);
-}
 
 kiln_status_t kiln_session_s::callEntry(void **arguments, void *results) {
   kiln::rt::ScopedThreadPool scope(model->instance->pool.get());
   kiln::rt::ScopedLinearObserver observing(&linearObserver);
   kiln::rt::RunBufferTracker buffers;
-  TrapTarget target;
-  TrapTarget *outer = currentTrapTarget;
-  currentTrapTarget = &target;
-  if (setjmp(target.jump) == 0)
-    model->artifact->entry()(arguments, results);
-  currentTrapTarget = outer;
-  if (target.message) {
-    // The buffers the run had allocated so far are not reachable from its
-    // results any more.
-    buffers.releaseAll();
-    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
-                      std::string("the inputs are inconsistent: ") + target.message);
+  kiln::rt::Trapped trapped;
+  kiln::rt::callTrapping(model->artifact->entry(), arguments, results, trapped);
+  if (trapped.code == KILN_STATUS_OK)
+    return nullptr;
+  // The buffers the run had allocated so far are not reachable from its
+  // results any more.
+  buffers.releaseAll();
+  return makeStatus(trapped.code, trapped.code == KILN_STATUS_INVALID_ARGUMENT
+                                      ? std::string("the inputs are inconsistent: ") +
+                                            trapped.message
+                                      : std::string(trapped.message));
+}
+
+kiln_status_t kiln_session_s::runOnDevice(const std::function<kiln_status_t()> &call) {
+  const kiln::rt::Artifact &artifact = *model->artifact;
+  std::vector<kiln::rt::cuda::DeviceSession::Input> deviceInputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::vector<int64_t> &shape = inputs[i].shape;
+    deviceInputs.push_back({inputs[i].data,
+                            elementCount(shape.data(), shape.size()) *
+                                kiln_dtype_size(artifact.inputs()[i].dtype),
+                            descriptors[i].data()});
   }
-  return nullptr;
+  std::vector<kiln::rt::cuda::DeviceSession::Output> deviceOutputs;
+  size_t word = 0;
+  for (const kiln::rt::TensorInfo &output : artifact.outputs()) {
+    deviceOutputs.push_back(
+        {&resultDescriptors[word], output.dims.size(), kiln_dtype_size(output.dtype)});
+    word += 3 + 2 * output.dims.size();
+  }
+  return device->run(deviceInputs, deviceOutputs, call);
 }
 
 kiln_status_t kiln_session_s::checkInput(int32_t index, kiln_dtype_t dtype,
@@ -237,10 +238,13 @@ void kiln_session_s::prepareArguments() {
   descriptors.resize(numArguments);
   arguments.resize(numArguments);
   for (size_t i = 0; i < artifact.weights().size(); ++i)
-    describe(inputs.size() + i, artifact.weights()[i].data,
+    describe(inputs.size() + i,
+             device ? reinterpret_cast<const void *>(model->device->weight(i))
+                    : artifact.weights()[i].data,
              artifact.weights()[i].shape);
   // Code without an arena reads no further than the weights.
-  describe(numArguments - 1, arena.get(), {(int64_t)artifact.arenaBytes()});
+  describe(numArguments - 1, device ? reinterpret_cast<void *>(device->arena()) : arena.get(),
+           {(int64_t)artifact.arenaBytes()});
   size_t resultWords = 0;
   for (const kiln::rt::TensorInfo &output : artifact.outputs())
     resultWords += 3 + 2 * output.dims.size();
@@ -278,7 +282,8 @@ kiln_status_t kiln_session_s::run() {
   for (size_t i = 0; i < inputs.size(); ++i)
     describe(i, inputs[i].data, inputs[i].shape);
   std::fill(resultDescriptors.begin(), resultDescriptors.end(), 0);
-  if (kiln_status_t status = callEntry(arguments.data(), resultDescriptors.data()))
+  auto call = [&] { return callEntry(arguments.data(), resultDescriptors.data()); };
+  if (kiln_status_t status = device ? runOnDevice(call) : call())
     return status;
 
   // Take ownership of the result buffers, each once; inputs, weights and
@@ -291,7 +296,7 @@ kiln_status_t kiln_session_s::run() {
   for (size_t i = 0; i < artifact.outputs().size(); ++i) {
     size_t rank = artifact.outputs()[i].dims.size();
     void *allocated = reinterpret_cast<void *>(resultDescriptors[word]);
-    if (allocated && allocated != kGlobalMarker && !artifact.contains(allocated) &&
+    if (allocated && allocated != kiln::rt::kGlobalAllocatedMarker && !artifact.contains(allocated) &&
         !isInput(allocated) &&
         std::find(allocations.begin(), allocations.end(), allocated) ==
             allocations.end())
@@ -433,11 +438,23 @@ kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,
   if (kiln_status_t status =
           kiln::rt::Artifact::load(path, instance->pool.get(), artifact))
     return status;
-  *out_model = new kiln_model_s{instance, std::move(artifact)};
+  // An artifact of the CUDA target runs on a GPU only: its weights go there
+  // now, once.
+  std::unique_ptr<kiln::rt::cuda::DeviceModel> device;
+  if (!artifact->gpuArch().empty())
+    if (kiln_status_t status = kiln::rt::cuda::DeviceModel::create(*artifact, device))
+      return status;
+  *out_model = new kiln_model_s{instance, std::move(artifact), std::move(device)};
   return nullptr;
 }
 
 void kiln_model_release(kiln_model_t *model) { delete model; }
+
+const char *kiln_model_device(const kiln_model_t *model) {
+  if (!model)
+    return "";
+  return model->device ? model->device->deviceName().c_str() : "cpu";
+}
 
 int32_t kiln_model_input_count(const kiln_model_t *model) {
   return model ? model->artifact->inputs().size() : 0;
@@ -509,7 +526,13 @@ kiln_status_t kiln_session_create(kiln_model_t *model,
   // Page-aligned and rounded to pages: the pages a run never touches are
   // never faulted in.
   size_t arenaBytes = model->artifact->arenaBytes();
-  if (arenaBytes > 0) {
+  if (model->device) {
+    if (kiln_status_t status =
+            kiln::rt::cuda::DeviceSession::create(*model->device, arenaBytes, session->device)) {
+      delete session;
+      return status;
+    }
+  } else if (arenaBytes > 0) {
     constexpr size_t kPage = 4096;
     void *arena = arenaBytes <= SIZE_MAX - kPage
                       ? std::aligned_alloc(kPage, (arenaBytes + kPage - 1) / kPage * kPage)

@@ -214,11 +214,14 @@ int main(int argc, char **argv) {
 
     if (!options.outputDir.empty())
       ::mkdir(options.outputDir.c_str(), 0777);
-    std::printf("model %s: %d inputs, %d outputs, %d threads, %s kernels, "
-                "arena %zu bytes\n",
+    const std::string device = model.device();
+    const std::string where =
+        device == "cpu" ? std::to_string(instance.numThreads()) + " threads, " +
+                              instance.kernelIsa() + " kernels"
+                        : "on " + device;
+    std::printf("model %s: %d inputs, %d outputs, %s, arena %zu bytes\n",
                 options.model.c_str(), model.inputCount(), model.outputCount(),
-                instance.numThreads(), instance.kernelIsa().c_str(),
-                model.arenaBytes());
+                where.c_str(), model.arenaBytes());
     for (int32_t i = 0; i < model.outputCount(); ++i) {
       kiln_tensor_t output = session.output(i);
       std::string name = model.output(i).name;

@@ -2,7 +2,7 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
-// kilnc MODEL.onnx --target=cuda [--gpu=sm_90] --emit=ptx -o MODEL.ptx
+// kilnc MODEL.onnx --target=cuda [--gpu=sm_90] -o MODEL.kiln (or --emit=ptx)
 // [--disable=fusion,...] [--report=FILE.json]
 // [--quantize=int8|int8-dynamic|int8-weight|int4-weight] [--calibration DIR]
 // [--calibration-method=minmax|percentile] [--accuracy-budget=top1>=0.99,...]
@@ -66,7 +66,8 @@ cl::opt<EmitKind> emitKind(
     cl::init(EmitKind::Auto),
     cl::values(
         clEnumValN(EmitKind::Artifact, "artifact",
-                   "A deployable .kiln artifact for the CPU runtime"),
+                   "A deployable .kiln artifact: x86 code, or with "
+                   "--target=cuda PTX kernels and the x86 code that launches them"),
         clEnumValN(EmitKind::Kiln, "kiln",
                    "The imported kiln-dialect IR as MLIR text"),
         clEnumValN(EmitKind::Optimized, "optimized",
@@ -88,8 +89,8 @@ cl::opt<kiln::Target> target(
     "target", cl::desc("What the code runs on"), cl::init(kiln::Target::Cpu),
     cl::values(clEnumValN(kiln::Target::Cpu, "x86", "x86-64 CPUs (--cpu picks which)"),
                clEnumValN(kiln::Target::Cuda, "cuda",
-                          "NVIDIA GPUs: PTX kernels (--gpu picks the architecture); "
-                          "--emit=ptx, linalg or llvm, no artifact yet")),
+                          "NVIDIA GPUs: PTX kernels (--gpu picks the architecture), "
+                          "launched through the CUDA driver")),
     cl::cat(kilncCategory));
 
 cl::opt<std::string> gpuArch(

@@ -131,6 +131,25 @@ def ReadDeviceValuesOnHost : Pass<"kiln-read-device-values-on-host", "mlir::func
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def AllocateOnDevice : Pass<"kiln-allocate-on-device", "mlir::func::FuncOp"> {
+  let summary = "Allocates the host code's heap buffers in device memory";
+  let description = [{
+    Runs on the host code once the kernels are outlined. On the GPU target
+    every buffer but the host's own bookkeeping (on its stack) is device
+    memory: the buffers the entry returns, and any that memory planning
+    left out of the arena, are allocated by the runtime's device allocator
+    (`gpu.alloc`, which `gpu-to-llvm` lowers to `mgpuMemAlloc`), and freed
+    by it.
+
+    ```mlir
+    %out = memref.alloc(%n) {alignment = 64 : i64} : memref<?x64xf32>
+    // becomes
+    %out = gpu.alloc (%n) : memref<?x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def MergeGpuModules : Pass<"kiln-merge-gpu-modules", "mlir::ModuleOp"> {
   let summary = "Moves every outlined kernel into one GPU module";
   let description = [{

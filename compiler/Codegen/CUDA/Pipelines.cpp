@@ -2,6 +2,7 @@
 #include "compiler/Codegen/CUDA/Pipelines.h"
 #include "compiler/Codegen/CUDA/Passes.h"
 #include "compiler/Codegen/Common/Pipelines.h"
+#include "compiler/Codegen/LLVMCPU/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
@@ -92,6 +93,18 @@ void buildCudaLoweringPipeline(OpPassManager &pm, llvm::StringRef arch,
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void addCudaHostLowering(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createAllocateOnDevice());
+  // The runtime gives every launch, copy and allocation of a run the same
+  // stream, in order, and so needs none of the waits this pass adds between
+  // them: the host reads device memory only through a copy, which waits
+  // for itself (runtime/src/cuda/GpuRuntimeCalls.cpp).
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  addLLVMCPULoopLowering(pm, [](OpPassManager &memrefs) {
+    memrefs.addPass(createGpuToLLVMConversionPass());
+  });
 }
 
 std::string kernelAssembly(ModuleOp module) {

@@ -55,6 +55,16 @@ void addCudaKernelMapping(mlir::OpPassManager &pm, const OptimizationOptions &op
 void buildCudaLoweringPipeline(mlir::OpPassManager &pm, llvm::StringRef arch,
                                const OptimizationOptions &options = {});
 
+/// Its host side, lowered on to the LLVM dialect with the kiln_entry entry
+/// point, as x86 code: the buffers it allocates are device memory
+/// (kiln-allocate-on-device), its launches, copies and allocations are
+/// asynchronous on one stream (gpu-async-region), and each becomes a call of
+/// MLIR's GPU runtime ABI (mgpuLaunchKernel, mgpuMemAlloc, ...), which the
+/// Kiln runtime implements over the CUDA driver (runtime/src/cuda/). The
+/// kernels' gpu.binary stays in the module; its translation to LLVM IR
+/// embeds the PTX.
+void addCudaHostLowering(mlir::OpPassManager &pm);
+
 /// The PTX text of the kernels that buildCudaLoweringPipeline serialized,
 /// or "" when `module` has none.
 std::string kernelAssembly(mlir::ModuleOp module);

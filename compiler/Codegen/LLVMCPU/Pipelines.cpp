@@ -28,7 +28,8 @@ void buildLLVMCPULoweringPipeline(OpPassManager &pm,
   addLLVMCPULoopLowering(pm);
 }
 
-void addLLVMCPULoopLowering(OpPassManager &pm) {
+void addLLVMCPULoopLowering(
+    OpPassManager &pm, const std::function<void(OpPassManager &)> &addRuntimeCallLowering) {
   pm.addPass(createLinalgToUkernels());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
@@ -41,6 +42,8 @@ void addLLVMCPULoopLowering(OpPassManager &pm) {
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createArithToLLVMConversionPass());
+  if (addRuntimeCallLowering)
+    addRuntimeCallLowering(pm);
   // Buffers come from the runtime's pool (MLIR's generic allocation
   // functions), aligned by the allocator rather than by pointer arithmetic:
   // with kiln-emit-entry-point marking the allocator's result noalias, LLVM

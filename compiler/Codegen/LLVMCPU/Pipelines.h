@@ -6,6 +6,8 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <functional>
+
 namespace kiln {
 
 /// The CPU's kernels: kiln.linear and kiln.attention as the runtime's
@@ -21,8 +23,13 @@ void buildLLVMCPULoweringPipeline(mlir::OpPassManager &pm,
 /// Its second half, from memrefs to the LLVM dialect: products as
 /// microkernel calls, every other op and loop as loops, failed checks as
 /// traps, and the kiln_entry entry point. It also lowers the CUDA target's
-/// kernels run on the CPU (CUDA/Pipelines.h, addCudaKernelMapping).
-void addLLVMCPULoopLowering(mlir::OpPassManager &pm);
+/// kernels run on the CPU (CUDA/Pipelines.h, addCudaKernelMapping), and that
+/// target's host code, which passes `addRuntimeCallLowering` to lower its
+/// launches, device allocations and copies to runtime calls while they are
+/// still on memrefs.
+void addLLVMCPULoopLowering(
+    mlir::OpPassManager &pm,
+    const std::function<void(mlir::OpPassManager &)> &addRuntimeCallLowering = nullptr);
 
 } // namespace kiln
 

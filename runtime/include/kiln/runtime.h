@@ -113,8 +113,8 @@ KILN_API const char *kiln_instance_kernel_isa(const kiln_instance_t *instance);
 
 /* The runtime reaches NVIDIA GPUs through the CUDA driver, libcuda.so.1
  * (or the library $KILN_CUDA_DRIVER names), which it loads the first time
- * it is asked: it needs no CUDA to build, load or run on the CPU.
- * Artifacts do not run on GPUs yet; this lists the devices they would. */
+ * it is asked: it needs no CUDA to build, load or run on the CPU. An
+ * artifact of the CUDA target (kilnc --target=cuda) runs on device 0. */
 typedef struct kiln_cuda_device_s {
   char name[256];
   int32_t compute_capability_major; /* 9 and 0 for sm_90 */
@@ -138,11 +138,16 @@ typedef struct kiln_model_s kiln_model_t;
 
 /* Loads and validates an artifact: magic, format version, section bounds,
  * checksum, and the CPU features its code needs. The file is mmapped; weights
- * are used in place. */
+ * are used in place. An artifact of the CUDA target needs a CUDA device
+ * (KILN_STATUS_FAILED_PRECONDITION, saying why, without one): its weights
+ * are uploaded to device 0 here, once, and its sessions run there. */
 KILN_API kiln_status_t kiln_model_load_file(kiln_instance_t *instance,
                                             const char *path,
                                             kiln_model_t **out_model);
 KILN_API void kiln_model_release(kiln_model_t *model);
+/* What the model runs on: "cpu", or its GPU ("device 0 (NAME, sm_90)").
+ * Valid while the model is; "" for NULL. */
+KILN_API const char *kiln_model_device(const kiln_model_t *model);
 
 /* One dimension of an input or output. */
 typedef struct kiln_dim_s {

@@ -65,6 +65,7 @@ public:
   int32_t inputCount() const { return kiln_model_input_count(get()); }
   int32_t outputCount() const { return kiln_model_output_count(get()); }
   size_t arenaBytes() const { return kiln_model_arena_bytes(get()); }
+  std::string device() const { return kiln_model_device(get()); }
   kiln_io_info_t input(int32_t index) const {
     kiln_io_info_t info;
     check(kiln_model_input_info(get(), index, &info));

@@ -37,7 +37,26 @@ bool Driver::resolve(void *library, std::string &error) {
          lookUp(library, "cuDeviceGetAttribute", deviceGetAttribute, error) &&
          lookUp(library, "cuDeviceTotalMem_v2", deviceTotalMem, error) &&
          lookUp(library, "cuGetErrorName", getErrorName, error) &&
-         lookUp(library, "cuGetErrorString", getErrorString, error);
+         lookUp(library, "cuGetErrorString", getErrorString, error) &&
+         lookUp(library, "cuDevicePrimaryCtxRetain", devicePrimaryCtxRetain, error) &&
+         lookUp(library, "cuDevicePrimaryCtxRelease_v2", devicePrimaryCtxRelease, error) &&
+         lookUp(library, "cuCtxSetCurrent", ctxSetCurrent, error) &&
+         lookUp(library, "cuStreamCreate", streamCreate, error) &&
+         lookUp(library, "cuStreamDestroy_v2", streamDestroy, error) &&
+         lookUp(library, "cuStreamSynchronize", streamSynchronize, error) &&
+         lookUp(library, "cuMemAlloc_v2", memAlloc, error) &&
+         lookUp(library, "cuMemFree_v2", memFree, error) &&
+         lookUp(library, "cuDeviceGetDefaultMemPool", deviceGetDefaultMemPool, error) &&
+         lookUp(library, "cuMemPoolSetAttribute", memPoolSetAttribute, error) &&
+         lookUp(library, "cuMemAllocAsync", memAllocAsync, error) &&
+         lookUp(library, "cuMemFreeAsync", memFreeAsync, error) &&
+         lookUp(library, "cuMemcpyAsync", memcpyAsync, error) &&
+         lookUp(library, "cuMemsetD32Async", memsetD32Async, error) &&
+         lookUp(library, "cuModuleLoadData", moduleLoadData, error) &&
+         lookUp(library, "cuModuleUnload", moduleUnload, error) &&
+         lookUp(library, "cuModuleGetFunction", moduleGetFunction, error) &&
+         lookUp(library, "cuModuleGetGlobal_v2", moduleGetGlobal, error) &&
+         lookUp(library, "cuLaunchKernel", launchKernel, error);
 }
 
 namespace {
@@ -105,6 +124,14 @@ const Driver *Driver::get(std::string &error) {
     return nullptr;
   }
   return &loaded.driver;
+}
+
+bool Driver::device(int ordinal, Device &out, std::string &error) const {
+  if (Result result = deviceGet(&out, ordinal)) {
+    error = "device " + std::to_string(ordinal) + ": " + describe("cuDeviceGet", result);
+    return false;
+  }
+  return true;
 }
 
 bool Driver::devices(std::vector<DeviceInfo> &out, std::string &error) const {

@@ -26,6 +26,17 @@ struct DeviceInfo {
 
 class Driver {
 public:
+  // The driver API's types: handles are opaque pointers, device memory a
+  // 64-bit address, and every call returns a CUresult (0 is CUDA_SUCCESS).
+  using Result = int;
+  using Device = int;
+  using Context = struct ContextHandle *;
+  using Stream = struct StreamHandle *;
+  using Module = struct ModuleHandle *;
+  using Function = struct FunctionHandle *;
+  using DevicePointer = uint64_t;
+  using MemoryPool = struct MemoryPoolHandle *;
+
   /// The driver, loaded and started (cuInit) once per process. Null when it
   /// cannot be, with `error` saying why: no library, a library without the
   /// driver API, or cuInit's own error (no device, a stub library).
@@ -33,21 +44,49 @@ public:
 
   /// The devices the driver shows; false with `error` on a driver error.
   bool devices(std::vector<DeviceInfo> &out, std::string &error) const;
+  /// The handle of the device with `ordinal`; false with `error`.
+  bool device(int ordinal, Device &out, std::string &error) const;
 
   /// The library the driver is loaded from: $KILN_CUDA_DRIVER or
   /// libcuda.so.1.
   static std::string libraryName();
 
-private:
-  using Result = int; // CUresult; 0 is CUDA_SUCCESS
-  using Device = int; // CUdevice
+  /// "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
+  std::string describe(const char *call, Result result) const;
 
+  // What running a model takes (DeviceModel.h), with the driver API's
+  // signatures; the versioned ones are the entry points cuda.h's macros
+  // name.
+  Result (*devicePrimaryCtxRetain)(Context *, Device) = nullptr;
+  Result (*devicePrimaryCtxRelease)(Device) = nullptr; // _v2
+  Result (*ctxSetCurrent)(Context) = nullptr;
+  Result (*streamCreate)(Stream *, unsigned flags) = nullptr;
+  Result (*streamDestroy)(Stream) = nullptr; // _v2
+  Result (*streamSynchronize)(Stream) = nullptr;
+  Result (*memAlloc)(DevicePointer *, size_t) = nullptr; // _v2
+  Result (*memFree)(DevicePointer) = nullptr;            // _v2
+  Result (*deviceGetDefaultMemPool)(MemoryPool *, Device) = nullptr;
+  Result (*memPoolSetAttribute)(MemoryPool, int attribute, void *value) = nullptr;
+  Result (*memAllocAsync)(DevicePointer *, size_t, Stream) = nullptr;
+  Result (*memFreeAsync)(DevicePointer, Stream) = nullptr;
+  /// Copies in any direction: with unified addressing the driver tells
+  /// host pointers from device ones.
+  Result (*memcpyAsync)(DevicePointer dst, DevicePointer src, size_t, Stream) = nullptr;
+  Result (*memsetD32Async)(DevicePointer, unsigned value, size_t count, Stream) = nullptr;
+  Result (*moduleLoadData)(Module *, const void *image) = nullptr;
+  Result (*moduleUnload)(Module) = nullptr;
+  Result (*moduleGetFunction)(Function *, Module, const char *name) = nullptr;
+  Result (*moduleGetGlobal)(DevicePointer *, size_t *, Module, const char *name) = nullptr; // _v2
+  Result (*launchKernel)(Function, unsigned gridX, unsigned gridY, unsigned gridZ,
+                         unsigned blockX, unsigned blockY, unsigned blockZ,
+                         unsigned sharedMemoryBytes, Stream, void **parameters,
+                         void **extra) = nullptr;
+
+private:
   Driver() = default;
   /// Resolves every entry point from `library`; false with `error` naming
   /// the first missing one.
   bool resolve(void *library, std::string &error);
-  /// "cuInit: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)".
-  std::string describe(const char *call, Result result) const;
 
   Result (*init)(unsigned) = nullptr;
   Result (*deviceGetCount)(int *) = nullptr;

@@ -18,7 +18,7 @@
 namespace kiln::artifact {
 
 inline constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'A', 'R', 'T', '\0'};
-inline constexpr uint32_t kFormatVersion = 9;
+inline constexpr uint32_t kFormatVersion = 10;
 /// Sections start on page boundaries so that each can be mapped on its own.
 inline constexpr uint64_t kSectionAlignment = 4096;
 /// Every weight starts on a cache line, which also satisfies every dtype.

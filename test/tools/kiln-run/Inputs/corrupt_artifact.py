@@ -44,7 +44,7 @@ FIELDS = ("magic", "formatVersion", "headerSize", "fileSize", "manifestOffset",
           "checksum", "reserved")
 CHECKSUM_OFFSET = 72
 # The version this script's layout is written for (kiln/abi/artifact_format.h).
-FORMAT_VERSION = 9
+FORMAT_VERSION = 10
 
 # kiln/abi/cpu_features.h's kCheckableCpuFeatures, each with its name in
 # /proc/cpuinfo's flags; the newest first, so the one picked is one this host
@@ -209,6 +209,10 @@ def main():
     with_manifest("manifest-weight-unaligned", lambda m: m["weights"][0].update(offset=32))
     with_manifest("manifest-weight-shape",
                   lambda m: m["weights"][0].update(shape=[16, "16"]))
+    with_manifest("manifest-gpu-api", lambda m: m.update(
+        gpu={"api": "vulkan", "arch": "sm_80", "kernel_checks": []}))
+    with_manifest("manifest-gpu-check", lambda m: m.update(
+        gpu={"api": "cuda", "arch": "sm_80", "kernel_checks": [3]}))
 
     # CPU features (checksum recomputed).
     flags = host_flags()
