@@ -4,17 +4,18 @@ CPU's outputs are made here and carried over with kiln-run.
 
   python3 bench/cuda_check.py prepare OUT [--gpu sm_90] [--build build] [MODEL.onnx...]
 
-compiles each export (by default models/exports/*.onnx) for the CPU and
-for the GPU (kilnc --target=cuda), makes the inputs of compare_ort.py's
-cases, runs the CPU build on them for the reference outputs, and copies
+compiles each export (by default models/exports/*.onnx) into one artifact
+with both codes (kilnc --target=x86,cuda), makes the inputs of
+compare_ort.py's cases, runs the artifact's CPU code on them for the
+reference outputs (--device cpu), and copies
 kiln-run, the runtime and the shared libraries they need that a CUDA image
 may lack into OUT/bin. Then, on the device machine:
 
   python3 bench/cuda_check.py check OUT
 
-runs every GPU artifact with kiln-run (KILN_CUDA_DRIVER, else
-libcuda.so.1): each case once for its outputs, then timed (--benchmark),
-and compares each output with the CPU's: max |gpu - cpu| / max |cpu| must
+runs the same artifacts with kiln-run --device cuda (KILN_CUDA_DRIVER,
+else libcuda.so.1): each case once for its outputs, then timed
+(--benchmark), and compares each output with the CPU code's: max |gpu - cpu| / max |cpu| must
 be at most 1e-3 (issue #19: tf32 and bf16 may come later; the kernels are
 fp32 today). It prints a line per case with kiln-run's load time and median
 latency, and exits 1 on any mismatch or failed run.
@@ -71,11 +72,9 @@ def prepare(args):
         name = os.path.basename(model)[:-len(".onnx")]
         cases, dims = model_cases(model)
         bounds = dim_bounds(cases, dims)
-        cpu = os.path.join(args.out, f"{name}.cpu.kiln")
-        gpu = os.path.join(args.out, f"{name}.cuda.kiln")
-        harness.run_command([kilnc, model, "-o", cpu, *bounds])
-        harness.run_command([kilnc, model, "--target=cuda", f"--gpu={args.gpu}", "-o", gpu,
-                             *bounds])
+        artifact = os.path.join(args.out, f"{name}.kiln")
+        harness.run_command([kilnc, model, "--target=x86,cuda", f"--gpu={args.gpu}", "-o",
+                             artifact, *bounds])
         for seed, (batch, sequence, past) in enumerate(cases):
             case_dir = f"{name}_{batch}_{sequence}_{past}"
             for sub in ("inputs", "cpu", "gpu"):
@@ -84,10 +83,10 @@ def prepare(args):
             harness.save_inputs(arrays, os.path.join(args.out, case_dir, "inputs"))
             inputs = {input_name: os.path.join(case_dir, "inputs", input_name + ".npy")
                       for input_name in arrays}
-            harness.run_kiln(kiln_run, cpu, input_flags(args.out, inputs),
+            harness.run_kiln(kiln_run, artifact, [*input_flags(args.out, inputs), "--device", "cpu"],
                              os.path.join(args.out, case_dir, "cpu"))
             cases_json.append({"model": name, "case": [batch, sequence, past],
-                               "artifact": os.path.basename(gpu), "dir": case_dir,
+                               "artifact": os.path.basename(artifact), "dir": case_dir,
                                "inputs": inputs, "outputs": harness.output_names(model)})
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases_json, f, indent=1)
@@ -108,7 +107,7 @@ def check(args):
     failures = 0
     for case in cases:
         what = f"{case['model']} (batch, sequence, past) = {tuple(case['case'])}"
-        flags = input_flags(out, case["inputs"])
+        flags = [*input_flags(out, case["inputs"]), "--device", "cuda"]
         artifact = os.path.join(out, case["artifact"])
         gpu_dir = os.path.join(out, case["dir"], "gpu")
         try:

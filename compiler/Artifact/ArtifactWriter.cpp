@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <cstring>
 
 namespace kiln {
@@ -39,30 +40,52 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   manifest["target"] = {{"triple", contents.triple},
                         {"cpu", contents.cpu},
                         {"features", contents.cpuFeatures}};
-  if (!contents.gpuArch.empty())
-    manifest["gpu"] = {{"api", "cuda"},
-                       {"arch", contents.gpuArch},
-                       {"kernel_checks", contents.kernelChecks}};
-  manifest["entry"] = "kiln_entry";
   manifest["inputs"] = nlohmann::json::array();
   manifest["outputs"] = nlohmann::json::array();
   for (const ArtifactTensor &input : contents.inputs)
     manifest["inputs"].push_back(tensorJson(input));
   for (const ArtifactTensor &output : contents.outputs)
     manifest["outputs"].push_back(tensorJson(output));
-  manifest["weights"] = nlohmann::json::array();
+
+  // Each weight's bytes are written once: the CPU code and the GPU's share
+  // the weights that neither packs (one blob, compiled from one graph).
   uint64_t weightsSize = 0;
+  std::vector<const ArtifactWeight *> written;
   std::vector<uint64_t> weightOffsets;
-  for (const ArtifactWeight &weight : contents.weights) {
-    weightsSize = alignTo(weightsSize, kWeightAlignment);
-    weightOffsets.push_back(weightsSize);
-    manifest["weights"].push_back({{"dtype", weight.dtype},
-                                   {"shape", weight.shape},
-                                   {"offset", weightsSize},
-                                   {"size", weight.data.size()}});
-    weightsSize += weight.data.size();
+  std::map<std::pair<const char *, size_t>, uint64_t> offsetOfBytes;
+  auto weightList = [&](const std::vector<ArtifactWeight> &weights) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const ArtifactWeight &weight : weights) {
+      auto [known, added] =
+          offsetOfBytes.try_emplace({weight.data.data(), weight.data.size()}, 0);
+      if (added) {
+        weightsSize = alignTo(weightsSize, kWeightAlignment);
+        known->second = weightsSize;
+        written.push_back(&weight);
+        weightOffsets.push_back(weightsSize);
+        weightsSize += weight.data.size();
+      }
+      list.push_back({{"dtype", weight.dtype},
+                      {"shape", weight.shape},
+                      {"offset", known->second},
+                      {"size", weight.data.size()}});
+    }
+    return list;
+  };
+  if (contents.cpuCode) {
+    manifest["entry"] = kEntrySymbol;
+    manifest["weights"] = weightList(contents.weights);
+    manifest["arena_bytes"] = contents.arenaBytes;
   }
-  manifest["arena_bytes"] = contents.arenaBytes;
+  if (contents.gpu) {
+    const ArtifactGpuCode &gpu = *contents.gpu;
+    manifest["gpu"] = {{"api", "cuda"},
+                       {"arch", gpu.arch},
+                       {"kernel_checks", gpu.kernelChecks},
+                       {"entry", std::string(kEntrySymbol) + kGpuSymbolSuffix},
+                       {"weights", weightList(gpu.weights)},
+                       {"arena_bytes", gpu.arenaBytes}};
+  }
   std::string manifestText = manifest.dump(2);
 
   Header header = {};
@@ -99,9 +122,9 @@ bool writeArtifact(const std::string &path, const ArtifactContents &contents,
   append(0, &header, sizeof(header));
   append(header.manifestOffset, manifestText.data(), manifestText.size());
   append(header.codeOffset, contents.code.data(), contents.code.size());
-  for (size_t i = 0; i < contents.weights.size(); ++i)
-    append(header.weightsOffset + weightOffsets[i], contents.weights[i].data.data(),
-           contents.weights[i].data.size(), &contents.weights[i]);
+  for (size_t i = 0; i < written.size(); ++i)
+    append(header.weightsOffset + weightOffsets[i], written[i]->data.data(),
+           written[i]->data.size(), written[i]);
   // Without weights the file still ends at the weights section's offset.
   append(header.fileSize, nullptr, 0);
 

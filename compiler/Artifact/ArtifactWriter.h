@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,18 +34,29 @@ struct ArtifactWeight {
   llvm::ArrayRef<char> data; // dense row-major; owned by the caller
 };
 
+/// The CUDA target's code in an artifact: the host side of its kernels,
+/// which the shared object exports as kiln_entry_cuda (and its signature
+/// and arena size, suffixed alike), with weights and an arena of its own.
+struct ArtifactGpuCode {
+  std::string arch; // of its PTX: sm_80, ...
+  /// The messages of the checks its kernels flag by number, from 1, in
+  /// their module's kiln_kernel_check.
+  std::vector<std::string> kernelChecks;
+  std::vector<ArtifactWeight> weights;
+  int64_t arenaBytes = 0;
+};
+
 struct ArtifactContents {
   std::string compilerVersion;
   std::string triple, cpu;
   std::vector<std::string> cpuFeatures;
   std::vector<ArtifactTensor> inputs, outputs;
   std::vector<ArtifactWeight> weights; // entry arguments after the inputs
-  std::vector<char> code;              // ELF shared object exporting kiln_entry
-  /// Set when kiln_entry is the host side of the CUDA target: the GPU
-  /// architecture of its PTX, and the messages of the checks its kernels
-  /// flag by number (from 1) in their module's kiln_kernel_check.
-  std::string gpuArch;
-  std::vector<std::string> kernelChecks;
+  /// ELF shared object exporting kiln_entry (the CPU code, with `weights`
+  /// and `arenaBytes`) when `cpuCode`, and kiln_entry_cuda with `gpu`.
+  std::vector<char> code;
+  bool cpuCode = true;
+  std::optional<ArtifactGpuCode> gpu;
   /// The planned arena the code takes after the weights (0: none planned).
   int64_t arenaBytes = 0;
   /// Bytes of weights that had to be converted (unpacked i1), which

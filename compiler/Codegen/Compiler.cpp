@@ -7,15 +7,20 @@
 #include "compiler/Codegen/LLVMCPU/ObjectEmitter.h"
 #include "compiler/Codegen/LLVMCPU/Pipelines.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "kiln/abi/artifact_format.h"
 #include "kiln/abi/dtype.h"
 #include "passes/WeightBlobs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <set>
 
 using namespace mlir;
@@ -215,10 +220,47 @@ DictionaryAttr takeMemoryPlan(ModuleOp module, PassReport *report) {
   return plan;
 }
 
-} // namespace
+/// Whether `op` declares a symbol defined elsewhere (the runtime's, libc's).
+bool declaresOnly(Operation &op) {
+  if (auto function = dyn_cast<LLVM::LLVMFuncOp>(op))
+    return function.isExternal();
+  auto symbol = dyn_cast<SymbolOpInterface>(op);
+  return symbol && symbol.isDeclaration();
+}
 
-bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
-             ArtifactContents &artifact, std::string &error) {
+/// The CUDA target's code gives every symbol it defines (but its kernels'
+/// binary) a suffix, so that it can sit beside the CPU code in one shared
+/// object: its entry point is kiln_entry_cuda, and so on.
+void suffixGpuSymbols(ModuleOp module) {
+  SymbolTable symbols(module);
+  for (Operation &op : llvm::make_early_inc_range(module.getBody()->getOperations())) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (!symbol || declaresOnly(op) || isa<gpu::BinaryOp>(op))
+      continue;
+    std::string renamed = (symbol.getName() + artifact::kGpuSymbolSuffix).str();
+    if (failed(symbols.rename(&op, StringAttr::get(module.getContext(), renamed))))
+      llvm::report_fatal_error("kilnc: cannot rename a symbol of the GPU code");
+  }
+}
+
+/// Moves the GPU code (suffixed) into the CPU code's module, for one shared
+/// object: the functions both declare (the runtime's, libc's) once.
+void mergeGpuCode(ModuleOp cpu, ModuleOp gpu) {
+  for (Operation &op : llvm::make_early_inc_range(gpu.getBody()->getOperations())) {
+    auto symbol = dyn_cast<SymbolOpInterface>(op);
+    if (symbol && declaresOnly(op) && cpu.lookupSymbol(symbol.getName()))
+      continue;
+    op.moveBefore(cpu.getBody(), cpu.getBody()->end());
+  }
+  cpu->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(cpu.getContext()));
+}
+
+/// compile() for one device, to the LLVM dialect at most: `target` receives
+/// the CPU the code is for and `arenaBuffers` what memory planning placed
+/// in the entry function's arena.
+bool lowerForOneDevice(ModuleOp module, const CompileOptions &options, CompileStage stage,
+                       ArtifactContents &artifact, CpuTarget &target,
+                       std::vector<ArenaSlot> &arenaBuffers, std::string &error) {
   auto func = module.lookupSymbol<func::FuncOp>("main");
   if (!func) {
     error = "the module has no @main function";
@@ -231,7 +273,6 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   OptimizationOptions optimizations = options.optimizations;
   if (cudaKernels && !cudaOptimizations(optimizations, error))
     return false;
-  CpuTarget target;
   if (cuda && !isSupportedGpuArch(options.gpuArch)) {
     error = "--gpu=" + options.gpuArch + ": not a GPU architecture kilnc "
             "generates PTX for (" + supportedGpuArchs() + ")";
@@ -295,15 +336,6 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
   if (!runPipeline(llvmLowering, module, cuda ? "lowering to PTX and LLVM" : "lowering to LLVM",
                    error))
     return false;
-  if (cuda) {
-    artifact.gpuArch = options.gpuArch;
-    if (auto checks = module->getAttrOfType<ArrayAttr>(kKernelChecksAttrName)) {
-      for (Attribute message : checks)
-        artifact.kernelChecks.push_back(cast<StringAttr>(message).str());
-      module->removeAttr(kKernelChecksAttrName);
-    }
-  }
-  std::vector<ArenaSlot> arenaBuffers;
   if (DictionaryAttr plan = takeMemoryPlan(module, options.report)) {
     artifact.arenaBytes = plan.getAs<IntegerAttr>("arena_bytes").getInt();
     for (Attribute entry : plan.getAs<ArrayAttr>("buffers")) {
@@ -315,7 +347,70 @@ bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
     if (cuda)
       arenaBuffers.clear();
   }
-  if (stage == CompileStage::LLVM)
+  if (cuda) {
+    // The code, its weights and its arena are the GPU's.
+    ArtifactGpuCode &gpu = artifact.gpu.emplace();
+    gpu.arch = options.gpuArch;
+    if (auto checks = module->getAttrOfType<ArrayAttr>(kKernelChecksAttrName)) {
+      for (Attribute message : checks)
+        gpu.kernelChecks.push_back(cast<StringAttr>(message).str());
+      module->removeAttr(kKernelChecksAttrName);
+    }
+    gpu.weights = std::move(artifact.weights);
+    gpu.arenaBytes = artifact.arenaBytes;
+    artifact.weights.clear();
+    artifact.arenaBytes = 0;
+    artifact.cpuCode = false;
+    suffixGpuSymbols(module);
+  }
+  return true;
+}
+
+} // namespace
+
+bool compile(ModuleOp module, const CompileOptions &options, CompileStage stage,
+             ArtifactContents &artifact, std::string &error) {
+  CpuTarget target;
+  std::vector<ArenaSlot> arenaBuffers;
+  const CompileStage lowered = std::min(stage, CompileStage::LLVM);
+  if (options.target == Target::CpuAndCuda) {
+    // The CPU code and the GPU's, each compiled from its own copy of the
+    // graph, with its own graph options, weights and arena, in one artifact.
+    OwningOpRef<ModuleOp> gpuModule = module.clone();
+    CompileOptions gpuOptions = options;
+    gpuOptions.target = Target::Cuda;
+    gpuOptions.report = nullptr; // the report is the CPU code's
+    ArtifactContents gpuArtifact;
+    CpuTarget gpuHost;
+    std::vector<ArenaSlot> gpuArena;
+    if (!lowerForOneDevice(*gpuModule, gpuOptions, lowered, gpuArtifact, gpuHost, gpuArena,
+                           error))
+      return false;
+    // The CPU code's passes give a weight's blob back once no op of their
+    // module names it any more (a packed weight's original: BlobReaders in
+    // passes/WeightBlobs.h), but the GPU code reads it still: naming the GPU
+    // code's weights on the module keeps them.
+    constexpr llvm::StringLiteral kGpuCodeWeights = "kiln.gpu_code_weights";
+    if (Attribute weights = (*gpuModule)->getAttr(kWeightsAttrName))
+      module->setAttr(kGpuCodeWeights, weights);
+    CompileOptions cpuOptions = options;
+    cpuOptions.target = Target::Cpu;
+    const bool cpuLowered = lowerForOneDevice(module, cpuOptions, lowered, artifact, target,
+                                              arenaBuffers, error);
+    module->removeAttr(kGpuCodeWeights);
+    if (!cpuLowered)
+      return false;
+    if (stage < CompileStage::LLVM)
+      return true;
+    artifact.gpu = std::move(gpuArtifact.gpu);
+    for (std::vector<char> &converted : gpuArtifact.convertedWeights)
+      artifact.convertedWeights.push_back(std::move(converted));
+    mergeGpuCode(module, *gpuModule);
+  } else if (!lowerForOneDevice(module, options, lowered, artifact, target, arenaBuffers,
+                                error)) {
+    return false;
+  }
+  if (stage != CompileStage::Artifact)
     return true;
 
   artifact.compilerVersion = options.compilerVersion;

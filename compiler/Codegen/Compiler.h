@@ -19,9 +19,10 @@ struct DimBound {
   int64_t min = 0, max = 0;
 };
 
-/// What the code runs on: the CPU (an x86-64 shared object in the
-/// artifact), or NVIDIA GPUs (PTX kernels; no artifact yet).
-enum class Target { Cpu, Cuda };
+/// What the code runs on: the CPU (x86-64 code), NVIDIA GPUs (PTX kernels
+/// and the x86-64 code that launches them), or either, the runtime choosing
+/// when it loads the artifact (both codes in one artifact).
+enum class Target { Cpu, Cuda, CpuAndCuda };
 
 struct CompileOptions {
   Target target = Target::Cpu;
@@ -48,9 +49,10 @@ struct CompileOptions {
 inline constexpr int64_t kDefaultDimMax = (int64_t(1) << 31) - 1;
 
 /// How far to compile; the module holds the IR of the last stage run.
-/// Optimized is kiln IR after the graph optimizations. For Target::Cuda,
-/// LLVM is the last stage: host code on memrefs and a gpu.binary of PTX
-/// (kernelAssembly in CUDA/Pipelines.h reads it).
+/// Optimized is kiln IR after the graph optimizations. LLVM is the LLVM
+/// dialect; for the CUDA target, with a gpu.binary of PTX (kernelAssembly in
+/// CUDA/Pipelines.h reads it). With Target::CpuAndCuda the stages before
+/// LLVM leave the CPU code's IR in `module`.
 enum class CompileStage { Optimized, Linalg, LLVM, Artifact };
 
 /// Compiles `module` (kiln IR with entry function @main) up to `stage`.

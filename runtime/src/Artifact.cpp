@@ -145,6 +145,56 @@ bool readTensor(ManifestReader &reader, const json &value,
   return true;
 }
 
+/// One device's code: its weights (at `where`.weights) and arena size;
+/// `where` is "" for the top level, whose fields are the CPU code's.
+bool readCode(ManifestReader &reader, const json &object, const std::string &where,
+              uint64_t weightsSize, Code &code) {
+  const std::string prefix = where.empty() ? "" : where + ".";
+  const std::string objectName = where.empty() ? "manifest" : where;
+  const json *weights = reader.array(object, objectName, "weights");
+  if (!weights)
+    return false;
+  for (size_t i = 0; i < weights->size(); ++i) {
+    std::string at = prefix + "weights[" + std::to_string(i) + "]";
+    const json &entry = (*weights)[i];
+    WeightInfo weight;
+    int64_t offset, bytes;
+    const json *shape = reader.array(entry, at, "shape");
+    if (!reader.dtype(entry, at, weight.dtype) || !shape ||
+        !reader.integer(entry, at, "offset", offset) || !reader.integer(entry, at, "size", bytes))
+      return false;
+    uint64_t elements = 1;
+    for (size_t d = 0; d < shape->size(); ++d) {
+      int64_t size;
+      if (!reader.integer((*shape)[d], at + ".shape[" + std::to_string(d) + "]", size))
+        return false;
+      if (size < 0 || (size > 0 && elements > (uint64_t(1) << 62) / size))
+        return reader.fail(at + ".shape", "sizes out of range");
+      elements *= size;
+      weight.shape.push_back(size);
+    }
+    if (offset < 0 || offset % artifact::kWeightAlignment != 0 || bytes < 0 ||
+        uint64_t(offset) > weightsSize || uint64_t(bytes) > weightsSize - offset)
+      return reader.fail(at, "extent [" + std::to_string(offset) + ", +" +
+                                 std::to_string(bytes) +
+                                 ") is unaligned or outside the weights section (" +
+                                 std::to_string(weightsSize) + " bytes)");
+    if (uint64_t(bytes) != elements * kiln_dtype_size(weight.dtype))
+      return reader.fail(at + ".size",
+                         std::to_string(bytes) + " bytes, but the shape needs " +
+                             std::to_string(elements * kiln_dtype_size(weight.dtype)));
+    code.weights.push_back(std::move(weight));
+    code.weightOffsets.push_back(offset);
+  }
+  int64_t arenaBytes;
+  if (!reader.integer(object, objectName, "arena_bytes", arenaBytes))
+    return false;
+  if (arenaBytes < 0)
+    return reader.fail(objectName + ".arena_bytes", "is negative");
+  code.arenaBytes = arenaBytes;
+  return true;
+}
+
 std::string hex(uint32_t value) {
   char text[16];
   std::snprintf(text, sizeof(text), "0x%08x", value);
@@ -287,10 +337,10 @@ kiln_status_t Artifact::load(const std::string &path, ThreadPool *pool,
           header.manifestSize, header.weightsSize))
     return status;
   const uint8_t *weights = bytes + header.weightsOffset;
-  loaded->weightsSection_ = weights;
-  loaded->weightsSectionBytes_ = header.weightsSize;
-  for (size_t i = 0; i < loaded->weights_.size(); ++i)
-    loaded->weights_[i].data = weights + loaded->weightOffsets_[i];
+  for (std::optional<Code> *code : {&loaded->cpu_, &loaded->gpu_})
+    if (*code)
+      for (size_t i = 0; i < (*code)->weights.size(); ++i)
+        (*code)->weights[i].data = weights + (*code)->weightOffsets[i];
   if (kiln_status_t status =
           loaded->loadCode(bytes + header.codeOffset, header.codeSize))
     return status;
@@ -329,8 +379,24 @@ kiln_status_t Artifact::parseManifest(const char *text, size_t size,
                           " (recompile with kilnc --cpu=native or an older --cpu)");
   }
 
-  // The code is the host side of the CUDA target (format version 10).
-  if (manifest.contains("gpu")) {
+  for (auto [key, list] : {std::pair("inputs", &inputs_), std::pair("outputs", &outputs_)}) {
+    const json *tensors = reader.array(manifest, "manifest", key);
+    if (!tensors)
+      return failed();
+    list->resize(tensors->size());
+    for (size_t i = 0; i < tensors->size(); ++i)
+      if (!readTensor(reader, (*tensors)[i],
+                      std::string(key) + "[" + std::to_string(i) + "]", (*list)[i]))
+        return failed();
+  }
+
+  // The CPU code, when there is an entry point for it.
+  if (manifest.is_object() && manifest.contains("entry")) {
+    if (!readCode(reader, manifest, "", weightsSize, cpu_.emplace()))
+      return failed();
+  }
+  // The CUDA target's code (format version 10).
+  if (manifest.is_object() && manifest.contains("gpu")) {
     const json &gpu = manifest["gpu"];
     std::string api;
     const json *checks = reader.array(gpu, "gpu", "kernel_checks");
@@ -352,67 +418,13 @@ kiln_status_t Artifact::parseManifest(const char *text, size_t size,
       }
       kernelChecks_.push_back((*checks)[i].get<std::string>());
     }
+    if (!readCode(reader, gpu, "gpu", weightsSize, gpu_.emplace()))
+      return failed();
   }
-
-  for (auto [key, list] : {std::pair("inputs", &inputs_), std::pair("outputs", &outputs_)}) {
-    const json *tensors = reader.array(manifest, "manifest", key);
-    if (!tensors)
-      return failed();
-    list->resize(tensors->size());
-    for (size_t i = 0; i < tensors->size(); ++i)
-      if (!readTensor(reader, (*tensors)[i],
-                      std::string(key) + "[" + std::to_string(i) + "]", (*list)[i]))
-        return failed();
-  }
-  const json *weights = reader.array(manifest, "manifest", "weights");
-  if (!weights)
-    return failed();
-  for (size_t i = 0; i < weights->size(); ++i) {
-    std::string where = "weights[" + std::to_string(i) + "]";
-    const json &entry = (*weights)[i];
-    WeightInfo weight;
-    int64_t offset, bytes;
-    const json *shape = reader.array(entry, where, "shape");
-    if (!reader.dtype(entry, where, weight.dtype) || !shape ||
-        !reader.integer(entry, where, "offset", offset) ||
-        !reader.integer(entry, where, "size", bytes))
-      return failed();
-    uint64_t elements = 1;
-    for (size_t d = 0; d < shape->size(); ++d) {
-      int64_t size;
-      if (!reader.integer((*shape)[d], where + ".shape[" + std::to_string(d) + "]", size))
-        return failed();
-      if (size < 0 || (size > 0 && elements > (uint64_t(1) << 62) / size)) {
-        reader.fail(where + ".shape", "sizes out of range");
-        return failed();
-      }
-      elements *= size;
-      weight.shape.push_back(size);
-    }
-    if (offset < 0 || offset % artifact::kWeightAlignment != 0 || bytes < 0 ||
-        uint64_t(offset) > weightsSize || uint64_t(bytes) > weightsSize - offset) {
-      reader.fail(where, "extent [" + std::to_string(offset) + ", +" +
-                             std::to_string(bytes) +
-                             ") is unaligned or outside the weights section (" +
-                             std::to_string(weightsSize) + " bytes)");
-      return failed();
-    }
-    if (uint64_t(bytes) != elements * kiln_dtype_size(weight.dtype)) {
-      reader.fail(where + ".size", std::to_string(bytes) + " bytes, but the shape needs " +
-                                       std::to_string(elements * kiln_dtype_size(weight.dtype)));
-      return failed();
-    }
-    weights_.push_back(std::move(weight));
-    weightOffsets_.push_back(offset);
-  }
-  int64_t arenaBytes;
-  if (!reader.integer(manifest, "manifest", "arena_bytes", arenaBytes))
-    return failed();
-  if (arenaBytes < 0) {
-    reader.fail("manifest.arena_bytes", "is negative");
+  if (!cpu_ && !gpu_) {
+    reader.fail("manifest", "no code: neither an entry nor a gpu entry");
     return failed();
   }
-  arenaBytes_ = arenaBytes;
   return nullptr;
 }
 
@@ -449,43 +461,57 @@ kiln_status_t Artifact::loadCode(const void *code, size_t size) {
                       path_ + ": cannot load the code section: " +
                           (message ? message : "unknown error"));
   }
-  entry_ = reinterpret_cast<EntryFunction>(::dlsym(library_, "kiln_entry"));
-  if (!entry_)
-    return makeStatus(KILN_STATUS_DATA_LOSS,
-                      path_ + ": the code section has no kiln_entry symbol");
-  if (kiln_status_t status = checkSignature(static_cast<const int64_t *>(
-          ::dlsym(library_, artifact::kSignatureSymbol))))
-    return status;
-  // Code without memory planning exports no arena size and takes no arena.
-  auto *codeArenaBytes =
-      static_cast<const int64_t *>(::dlsym(library_, artifact::kArenaBytesSymbol));
-  int64_t expected = codeArenaBytes ? *codeArenaBytes : 0;
-  if (expected != (int64_t)arenaBytes_)
-    return makeStatus(KILN_STATUS_DATA_LOSS,
-                      path_ + ": the manifest's arena_bytes (" +
-                          std::to_string(arenaBytes_) +
-                          ") disagrees with the code's arena of " +
-                          std::to_string(expected) + " bytes");
+  if (cpu_)
+    if (kiln_status_t status = bindCode(*cpu_, ""))
+      return status;
+  if (gpu_)
+    if (kiln_status_t status = bindCode(*gpu_, artifact::kGpuSymbolSuffix))
+      return status;
   return nullptr;
 }
 
-kiln_status_t Artifact::checkSignature(const int64_t *signature) const {
+kiln_status_t Artifact::bindCode(Code &code, const std::string &suffix) {
+  const std::string entry = artifact::kEntrySymbol + suffix;
+  code.entry = reinterpret_cast<EntryFunction>(::dlsym(library_, entry.c_str()));
+  if (!code.entry)
+    return makeStatus(KILN_STATUS_DATA_LOSS,
+                      path_ + ": the code section has no " + entry + " symbol");
+  const std::string signature = artifact::kSignatureSymbol + suffix;
+  if (kiln_status_t status = checkSignature(
+          static_cast<const int64_t *>(::dlsym(library_, signature.c_str())), code, signature))
+    return status;
+  // Code without memory planning exports no arena size and takes no arena.
+  const std::string arena = artifact::kArenaBytesSymbol + suffix;
+  auto *codeArenaBytes = static_cast<const int64_t *>(::dlsym(library_, arena.c_str()));
+  int64_t expected = codeArenaBytes ? *codeArenaBytes : 0;
+  if (expected != (int64_t)code.arenaBytes)
+    return makeStatus(KILN_STATUS_DATA_LOSS,
+                      path_ + ": the manifest's " + (suffix.empty() ? "" : "gpu.") +
+                          "arena_bytes (" + std::to_string(code.arenaBytes) +
+                          ") disagrees with the code's arena of " + std::to_string(expected) +
+                          " bytes");
+  return nullptr;
+}
+
+kiln_status_t Artifact::checkSignature(const int64_t *signature, const Code &code,
+                                       const std::string &symbol) const {
   auto mismatch = [&](const std::string &what) {
     return makeStatus(KILN_STATUS_DATA_LOSS,
                       path_ + ": the manifest does not match the code: " + what);
   };
+  const std::vector<WeightInfo> &weights = code.weights;
   if (!signature)
-    return mismatch(std::string("the code has no ") + artifact::kSignatureSymbol);
+    return mismatch("the code has no " + symbol);
   if (signature[0] != artifact::kSignatureVersion)
     return mismatch("signature version " + std::to_string(signature[0]));
   if (signature[1] != (int64_t)inputs_.size() ||
-      signature[2] != (int64_t)weights_.size() ||
+      signature[2] != (int64_t)weights.size() ||
       signature[3] != (int64_t)outputs_.size())
     return mismatch("the code takes " + std::to_string(signature[1]) + " inputs, " +
                     std::to_string(signature[2]) + " weights and returns " +
                     std::to_string(signature[3]) + " outputs; the manifest lists " +
                     std::to_string(inputs_.size()) + ", " +
-                    std::to_string(weights_.size()) + " and " +
+                    std::to_string(weights.size()) + " and " +
                     std::to_string(outputs_.size()));
   const int64_t *word = signature + 4;
   // Checks one value's dtype, rank and static sizes; a manifest dim may be
@@ -517,9 +543,9 @@ kiln_status_t Artifact::checkSignature(const int64_t *signature) const {
     if (kiln_status_t status = check("input '" + input.name + "'", input.dtype,
                                      sizesOf(input)))
       return status;
-  for (size_t i = 0; i < weights_.size(); ++i)
+  for (size_t i = 0; i < weights.size(); ++i)
     if (kiln_status_t status = check("weight " + std::to_string(i),
-                                     weights_[i].dtype, weights_[i].shape))
+                                     weights[i].dtype, weights[i].shape))
       return status;
   for (const TensorInfo &output : outputs_)
     if (kiln_status_t status = check("output '" + output.name + "'", output.dtype,
@@ -536,13 +562,13 @@ bool Artifact::contains(const void *pointer) const {
 
 int32_t Artifact::weightIndex(const void *pointer) const {
   auto *p = static_cast<const char *>(pointer);
-  for (size_t i = 0; i < weights_.size(); ++i) {
-    const WeightInfo &weight = weights_[i];
-    size_t bytes = kiln_dtype_size(weight.dtype);
-    for (int64_t size : weight.shape)
-      bytes *= static_cast<size_t>(size);
+  if (!cpu_)
+    return -1;
+  const std::vector<WeightInfo> &weights = cpu_->weights;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const WeightInfo &weight = weights[i];
     auto *begin = static_cast<const char *>(weight.data);
-    if (p >= begin && p < begin + bytes)
+    if (p >= begin && p < begin + weight.bytes())
       return static_cast<int32_t>(i);
   }
   return -1;

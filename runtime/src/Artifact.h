@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,13 @@ struct WeightInfo {
   kiln_dtype_t dtype = KILN_DTYPE_INVALID;
   std::vector<int64_t> shape;
   const void *data = nullptr; // inside the read-only file mapping
+
+  size_t bytes() const {
+    size_t bytes = kiln_dtype_size(dtype);
+    for (int64_t size : shape)
+      bytes *= static_cast<size_t>(size);
+    return bytes;
+  }
 };
 
 /// `arguments[i]` points at the memref descriptor of input i, then of each
@@ -44,6 +52,16 @@ inline constexpr uint64_t kParallelChecksumBytes = uint64_t(64) << 20;
 /// is then bound by paging it in, not by one core's CRC.
 uint32_t checksumOnPool(const uint8_t *bytes, uint64_t size, ThreadPool *pool);
 
+/// One device's code in an artifact: its entry point, the weights it takes
+/// after the inputs, and the arena it plans its intermediate buffers in.
+struct Code {
+  EntryFunction entry = nullptr;
+  std::vector<WeightInfo> weights;
+  std::vector<uint64_t> weightOffsets; // in the weights section
+  /// 0 when the code plans none; every session has one.
+  size_t arenaBytes = 0;
+};
+
 /// A validated artifact: its file is mapped read-only and its code loaded.
 class Artifact {
 public:
@@ -57,45 +75,38 @@ public:
   const std::string &path() const { return path_; }
   const std::vector<TensorInfo> &inputs() const { return inputs_; }
   const std::vector<TensorInfo> &outputs() const { return outputs_; }
-  const std::vector<WeightInfo> &weights() const { return weights_; }
-  EntryFunction entry() const { return entry_; }
-  /// The bytes of the arena the code plans its intermediate buffers in (0
-  /// when it plans none); every session has one.
-  size_t arenaBytes() const { return arenaBytes_; }
-  /// The GPU architecture of the PTX when the code is the host side of the
-  /// CUDA target (the manifest's "gpu"), else "".
+  /// The CPU code, and the CUDA target's (the host side of its kernels):
+  /// null when the artifact has none for that device.
+  const Code *cpuCode() const { return cpu_ ? &*cpu_ : nullptr; }
+  const Code *gpuCode() const { return gpu_ ? &*gpu_ : nullptr; }
+  /// The GPU architecture of the GPU code's PTX (the manifest's "gpu").
   const std::string &gpuArch() const { return gpuArch_; }
-  /// The messages of the checks the kernels flag by number, from 1.
+  /// The messages of the checks its kernels flag by number, from 1.
   const std::vector<std::string> &kernelChecks() const { return kernelChecks_; }
-  /// The weights section, as mapped.
-  const void *weightsSection() const { return weightsSection_; }
-  size_t weightsSectionBytes() const { return weightsSectionBytes_; }
   /// Whether `pointer` lies inside the file mapping (weights, for example).
   bool contains(const void *pointer) const;
-  /// The index of the weight that `pointer` points into, or -1.
+  /// The index of the CPU code's weight that `pointer` points into, or -1.
   int32_t weightIndex(const void *pointer) const;
 
 private:
   Artifact() = default;
   kiln_status_t parseManifest(const char *text, size_t size, uint64_t weightsSize);
   kiln_status_t loadCode(const void *code, size_t size);
-  /// Checks the manifest against the code's own kiln_signature.
-  kiln_status_t checkSignature(const int64_t *signature) const;
+  /// Finds `code`'s entry point and checks the manifest against its
+  /// signature and arena size (the symbols with `suffix`).
+  kiln_status_t bindCode(Code &code, const std::string &suffix);
+  kiln_status_t checkSignature(const int64_t *signature, const Code &code,
+                               const std::string &symbol) const;
 
   std::string path_;
   void *mapping_ = nullptr;
   size_t mappingSize_ = 0;
   void *library_ = nullptr;
   int codeFd_ = -1;
-  EntryFunction entry_ = nullptr;
   std::vector<TensorInfo> inputs_, outputs_;
-  std::vector<WeightInfo> weights_;
-  std::vector<uint64_t> weightOffsets_;
-  size_t arenaBytes_ = 0;
+  std::optional<Code> cpu_, gpu_;
   std::string gpuArch_;
   std::vector<std::string> kernelChecks_;
-  const void *weightsSection_ = nullptr;
-  size_t weightsSectionBytes_ = 0;
 };
 
 } // namespace kiln::rt

@@ -27,9 +27,14 @@ struct kiln_instance_s {
 struct kiln_model_s {
   kiln_instance_t *instance;
   std::unique_ptr<kiln::rt::Artifact> artifact;
-  /// The model on its GPU, for an artifact of the CUDA target; released
+  /// The model on its GPU when it runs the artifact's GPU code; released
   /// before the artifact it reads.
   std::unique_ptr<kiln::rt::cuda::DeviceModel> device;
+  /// The code it runs: the artifact's GPU code with `device`, else its CPU
+  /// code.
+  const kiln::rt::Code *code = nullptr;
+  /// kiln_model_device's answer.
+  std::string deviceDescription;
 };
 
 namespace {
@@ -133,7 +138,7 @@ kiln_status_t kiln_session_s::callEntry(void **arguments, void *results) {
   kiln::rt::ScopedLinearObserver observing(&linearObserver);
   kiln::rt::RunBufferTracker buffers;
   kiln::rt::Trapped trapped;
-  kiln::rt::callTrapping(model->artifact->entry(), arguments, results, trapped);
+  kiln::rt::callTrapping(model->code->entry, arguments, results, trapped);
   if (trapped.code == KILN_STATUS_OK)
     return nullptr;
   // The buffers the run had allocated so far are not reachable from its
@@ -234,17 +239,18 @@ void kiln_session_s::describe(size_t slot, const void *data,
 
 void kiln_session_s::prepareArguments() {
   const kiln::rt::Artifact &artifact = *model->artifact;
-  size_t numArguments = inputs.size() + artifact.weights().size() + 1;
+  const kiln::rt::Code &code = *model->code;
+  size_t numArguments = inputs.size() + code.weights.size() + 1;
   descriptors.resize(numArguments);
   arguments.resize(numArguments);
-  for (size_t i = 0; i < artifact.weights().size(); ++i)
+  for (size_t i = 0; i < code.weights.size(); ++i)
     describe(inputs.size() + i,
              device ? reinterpret_cast<const void *>(model->device->weight(i))
-                    : artifact.weights()[i].data,
-             artifact.weights()[i].shape);
+                    : code.weights[i].data,
+             code.weights[i].shape);
   // Code without an arena reads no further than the weights.
   describe(numArguments - 1, device ? reinterpret_cast<void *>(device->arena()) : arena.get(),
-           {(int64_t)artifact.arenaBytes()});
+           {(int64_t)code.arenaBytes});
   size_t resultWords = 0;
   for (const kiln::rt::TensorInfo &output : artifact.outputs())
     resultWords += 3 + 2 * output.dims.size();
@@ -428,32 +434,62 @@ kiln_status_t kiln_cuda_devices(kiln_cuda_device_t *devices, int32_t capacity,
   return nullptr;
 }
 
-kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,
-                                   kiln_model_t **out_model) {
+void kiln_model_options_init(kiln_model_options_t *options) {
+  if (options)
+    options->device = KILN_DEVICE_AUTO;
+}
+
+kiln_status_t kiln_model_load(kiln_instance_t *instance, const char *path,
+                              const kiln_model_options_t *options, kiln_model_t **out_model) {
   if (!instance || !path || !out_model)
     return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
-                      "kiln_model_load_file: instance, path and out_model must not be NULL");
+                      "kiln_model_load: instance, path and out_model must not be NULL");
   *out_model = nullptr;
+  const kiln_device_t wanted = options ? options->device : KILN_DEVICE_AUTO;
+  if (wanted != KILN_DEVICE_AUTO && wanted != KILN_DEVICE_CPU && wanted != KILN_DEVICE_CUDA)
+    return makeStatus(KILN_STATUS_INVALID_ARGUMENT,
+                      "kiln_model_load: unknown device " + std::to_string(int(wanted)));
   std::unique_ptr<kiln::rt::Artifact> artifact;
   if (kiln_status_t status =
           kiln::rt::Artifact::load(path, instance->pool.get(), artifact))
     return status;
-  // An artifact of the CUDA target runs on a GPU only: its weights go there
-  // now, once.
+  const kiln::rt::Code *cpu = artifact->cpuCode(), *gpu = artifact->gpuCode();
+  if (wanted == KILN_DEVICE_CPU && !cpu)
+    return makeStatus(KILN_STATUS_FAILED_PRECONDITION,
+                      std::string(path) + ": has no CPU code (kilnc --target=x86,cuda "
+                                          "makes an artifact with both)");
+  if (wanted == KILN_DEVICE_CUDA && !gpu)
+    return makeStatus(KILN_STATUS_FAILED_PRECONDITION,
+                      std::string(path) + ": has no GPU code (kilnc --target=cuda or "
+                                          "--target=x86,cuda makes it)");
   std::unique_ptr<kiln::rt::cuda::DeviceModel> device;
-  if (!artifact->gpuArch().empty())
-    if (kiln_status_t status = kiln::rt::cuda::DeviceModel::create(*artifact, device))
-      return status;
-  *out_model = new kiln_model_s{instance, std::move(artifact), std::move(device)};
+  std::string description = "cpu";
+  if (gpu && wanted != KILN_DEVICE_CPU) {
+    if (kiln_status_t status = kiln::rt::cuda::DeviceModel::create(*artifact, device)) {
+      // Where it can choose, the model runs the CPU code instead, and says why.
+      if (wanted == KILN_DEVICE_CUDA || !cpu)
+        return status;
+      description =
+          std::string("cpu (the GPU code cannot run: ") + kiln_status_message(status) + ")";
+      kiln_status_free(status);
+    }
+  }
+  auto *model = new kiln_model_s{instance, std::move(artifact), std::move(device)};
+  model->code = model->device ? gpu : cpu;
+  model->deviceDescription = model->device ? model->device->deviceName() : description;
+  *out_model = model;
   return nullptr;
+}
+
+kiln_status_t kiln_model_load_file(kiln_instance_t *instance, const char *path,
+                                   kiln_model_t **out_model) {
+  return kiln_model_load(instance, path, nullptr, out_model);
 }
 
 void kiln_model_release(kiln_model_t *model) { delete model; }
 
 const char *kiln_model_device(const kiln_model_t *model) {
-  if (!model)
-    return "";
-  return model->device ? model->device->deviceName().c_str() : "cpu";
+  return model ? model->deviceDescription.c_str() : "";
 }
 
 int32_t kiln_model_input_count(const kiln_model_t *model) {
@@ -465,7 +501,7 @@ int32_t kiln_model_output_count(const kiln_model_t *model) {
 }
 
 size_t kiln_model_arena_bytes(const kiln_model_t *model) {
-  return model ? model->artifact->arenaBytes() : 0;
+  return model ? model->code->arenaBytes : 0;
 }
 
 static kiln_status_t ioInfo(const std::vector<kiln::rt::TensorInfo> &list,
@@ -525,7 +561,7 @@ kiln_status_t kiln_session_create(kiln_model_t *model,
   session->model = model;
   // Page-aligned and rounded to pages: the pages a run never touches are
   // never faulted in.
-  size_t arenaBytes = model->artifact->arenaBytes();
+  size_t arenaBytes = model->code->arenaBytes;
   if (model->device) {
     if (kiln_status_t status =
             kiln::rt::cuda::DeviceSession::create(*model->device, arenaBytes, session->device)) {

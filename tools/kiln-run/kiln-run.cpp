@@ -1,7 +1,7 @@
 //===- kiln-run.cpp - Runs a compiled Kiln artifact -----------------------===//
 //
 // kiln-run MODEL.kiln --input NAME=FILE ... [--output-dir DIR] [--threads N]
-//                     [--benchmark N] [--warmup W]
+//                     [--benchmark N] [--warmup W] [--device auto|cpu|cuda]
 // kiln-run --devices
 //
 // FILE is .npy or an ONNX TensorProto .pb. Outputs are written as
@@ -34,11 +34,13 @@ struct Options {
   int benchmarkRuns = 0;
   int warmupRuns = 3;
   bool listDevices = false;
+  kiln_device_t device = KILN_DEVICE_AUTO;
 };
 
 const char *kUsage =
     "usage: kiln-run MODEL.kiln --input NAME=FILE ... [--output-dir DIR]\n"
     "                [--threads N] [--benchmark N] [--warmup W]\n"
+    "                [--device auto|cpu|cuda]\n"
     "       kiln-run --devices\n"
     "\n"
     "Runs a Kiln artifact on inputs from .npy or ONNX TensorProto .pb files.\n"
@@ -47,6 +49,9 @@ const char *kUsage =
     "  --threads N        worker threads, the caller included (0: one per core)\n"
     "  --benchmark N      time N runs after the warm-up and print latencies\n"
     "  --warmup W         warm-up runs before timing (default 3)\n"
+    "  --device D         which of the artifact's codes runs: auto (the GPU's\n"
+    "                     where a GPU runs it, else the CPU's; the default),\n"
+    "                     cpu or cuda\n"
     "  --devices          list the CUDA devices the runtime sees through the\n"
     "                     CUDA driver (libcuda.so.1, or $KILN_CUDA_DRIVER), or\n"
     "                     say why it sees none\n";
@@ -90,6 +95,16 @@ Options parseOptions(int argc, char **argv) {
       options.benchmarkRuns = parseCount(arg, value());
     } else if (arg == "--warmup") {
       options.warmupRuns = parseCount(arg, value());
+    } else if (arg == "--device") {
+      std::string device = value();
+      if (device == "auto")
+        options.device = KILN_DEVICE_AUTO;
+      else if (device == "cpu")
+        options.device = KILN_DEVICE_CPU;
+      else if (device == "cuda")
+        options.device = KILN_DEVICE_CUDA;
+      else
+        fail("--device " + device + ": expected auto, cpu or cuda");
     } else if (arg == "--devices") {
       options.listDevices = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -175,7 +190,7 @@ int main(int argc, char **argv) {
   try {
     kiln::Instance instance(options.threads);
     auto loadStart = std::chrono::steady_clock::now();
-    kiln::Model model(instance, options.model);
+    kiln::Model model(instance, options.model, options.device);
     kiln::Session session(model);
     double loadMs = std::chrono::duration<double, std::milli>(
                         std::chrono::steady_clock::now() - loadStart)
@@ -215,10 +230,12 @@ int main(int argc, char **argv) {
     if (!options.outputDir.empty())
       ::mkdir(options.outputDir.c_str(), 0777);
     const std::string device = model.device();
+    // "cpu", "cpu (why the GPU code does not run)" or the GPU.
+    const bool onCpu = device.rfind("cpu", 0) == 0;
     const std::string where =
-        device == "cpu" ? std::to_string(instance.numThreads()) + " threads, " +
-                              instance.kernelIsa() + " kernels"
-                        : "on " + device;
+        onCpu ? std::to_string(instance.numThreads()) + " threads, " + instance.kernelIsa() +
+                    " kernels" + device.substr(3)
+              : "on " + device;
     std::printf("model %s: %d inputs, %d outputs, %s, arena %zu bytes\n",
                 options.model.c_str(), model.inputCount(), model.outputCount(),
                 where.c_str(), model.arenaBytes());

@@ -2,7 +2,7 @@
 //
 // kilnc MODEL.onnx -o MODEL.kiln [--cpu=native] [--dim batch=1:8 ...]
 // kilnc MODEL.onnx --emit=kiln|optimized|linalg|llvm|summary -o OUT
-// kilnc MODEL.onnx --target=cuda [--gpu=sm_90] -o MODEL.kiln (or --emit=ptx)
+// kilnc MODEL.onnx --target=cuda|x86,cuda [--gpu=sm_90] -o MODEL.kiln (or --emit=ptx)
 // [--disable=fusion,...] [--report=FILE.json]
 // [--quantize=int8|int8-dynamic|int8-weight|int4-weight] [--calibration DIR]
 // [--calibration-method=minmax|percentile] [--accuracy-budget=top1>=0.99,...]
@@ -90,7 +90,10 @@ cl::opt<kiln::Target> target(
     cl::values(clEnumValN(kiln::Target::Cpu, "x86", "x86-64 CPUs (--cpu picks which)"),
                clEnumValN(kiln::Target::Cuda, "cuda",
                           "NVIDIA GPUs: PTX kernels (--gpu picks the architecture), "
-                          "launched through the CUDA driver")),
+                          "launched through the CUDA driver"),
+               clEnumValN(kiln::Target::CpuAndCuda, "x86,cuda",
+                          "Both in one artifact: the runtime runs the GPU code where "
+                          "there is a GPU, else the CPU code")),
     cl::cat(kilncCategory));
 
 cl::opt<std::string> gpuArch(
@@ -371,13 +374,13 @@ int main(int argc, char **argv) {
   if (emitKind == EmitKind::Auto)
     emitKind = llvm::StringRef(outputPath).ends_with(".kiln") ? EmitKind::Artifact
                                                              : EmitKind::Kiln;
-  if (emitKind == EmitKind::Ptx && target != kiln::Target::Cuda)
+  if (emitKind == EmitKind::Ptx && target == kiln::Target::Cpu)
     return failStage("reading the options", "--emit=ptx needs --target=cuda");
-  if (gpuArch.getNumOccurrences() && target != kiln::Target::Cuda)
+  if (gpuArch.getNumOccurrences() && target == kiln::Target::Cpu)
     return failStage("reading the options", "--gpu picks the GPU of --target=cuda");
   if (cpu.getNumOccurrences() && target == kiln::Target::Cuda)
     return failStage("reading the options", "--cpu picks the CPU of --target=x86");
-  if (gpuKernelsOnCpu && target == kiln::Target::Cuda)
+  if (gpuKernelsOnCpu && target != kiln::Target::Cpu)
     return failStage("reading the options",
                      "--gpu-kernels-on-cpu runs the CUDA target's kernels on "
                      "--target=x86");

@@ -136,17 +136,40 @@ KILN_API kiln_status_t kiln_cuda_devices(kiln_cuda_device_t *devices,
 
 typedef struct kiln_model_s kiln_model_t;
 
+/* Which of an artifact's codes a model runs: kilnc --target=x86 makes CPU
+ * code, --target=cuda GPU code, --target=x86,cuda both. */
+typedef enum kiln_device_e {
+  KILN_DEVICE_AUTO = 0, /* the GPU code on device 0 where it can run, else
+                           the CPU code (kiln_model_device says why) */
+  KILN_DEVICE_CPU = 1,
+  KILN_DEVICE_CUDA = 2,
+} kiln_device_t;
+
+typedef struct kiln_model_options_s {
+  kiln_device_t device;
+} kiln_model_options_t;
+
+/* Defaults: KILN_DEVICE_AUTO. */
+KILN_API void kiln_model_options_init(kiln_model_options_t *options);
+
 /* Loads and validates an artifact: magic, format version, section bounds,
- * checksum, and the CPU features its code needs. The file is mmapped; weights
- * are used in place. An artifact of the CUDA target needs a CUDA device
- * (KILN_STATUS_FAILED_PRECONDITION, saying why, without one): its weights
- * are uploaded to device 0 here, once, and its sessions run there. */
+ * checksum, and the CPU features its code needs. The file is mmapped; the
+ * CPU code's weights are used in place. On a GPU, the weights are uploaded
+ * to device 0 here, once, and the model's sessions run there. Asking for a
+ * device whose code the artifact lacks, or for CUDA where there is no
+ * usable device, fails with KILN_STATUS_FAILED_PRECONDITION, saying why.
+ * `options` may be NULL for the defaults. */
+KILN_API kiln_status_t kiln_model_load(kiln_instance_t *instance, const char *path,
+                                       const kiln_model_options_t *options,
+                                       kiln_model_t **out_model);
+/* kiln_model_load with the defaults. */
 KILN_API kiln_status_t kiln_model_load_file(kiln_instance_t *instance,
                                             const char *path,
                                             kiln_model_t **out_model);
 KILN_API void kiln_model_release(kiln_model_t *model);
-/* What the model runs on: "cpu", or its GPU ("device 0 (NAME, sm_90)").
- * Valid while the model is; "" for NULL. */
+/* What the model runs on: "cpu", its GPU ("device 0 (NAME, sm_90)"), or,
+ * where KILN_DEVICE_AUTO fell back to the CPU code, "cpu" and why
+ * ("cpu (... no CUDA device: ...)"). Valid while the model is; "" for NULL. */
 KILN_API const char *kiln_model_device(const kiln_model_t *model);
 
 /* One dimension of an input or output. */

@@ -56,9 +56,13 @@ private:
 
 class Model {
 public:
-  Model(const Instance &instance, const std::string &path) {
+  Model(const Instance &instance, const std::string &path,
+        kiln_device_t device = KILN_DEVICE_AUTO) {
+    kiln_model_options_t options;
+    kiln_model_options_init(&options);
+    options.device = device;
     kiln_model_t *model = nullptr;
-    check(kiln_model_load_file(instance.get(), path.c_str(), &model));
+    check(kiln_model_load(instance.get(), path.c_str(), &options, &model));
     handle_.reset(model);
   }
   kiln_model_t *get() const { return handle_.get(); }

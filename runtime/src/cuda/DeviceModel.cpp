@@ -1,10 +1,12 @@
 //===- DeviceModel.cpp - A CUDA artifact on a GPU -------------------------===//
 #include "runtime/src/cuda/DeviceModel.h"
 #include "runtime/src/Artifact.h"
+#include "kiln/abi/artifact_format.h"
 #include "runtime/src/BufferPool.h"
 #include "runtime/src/Status.h"
 
 #include <cctype>
+#include <map>
 #include <cstdint>
 
 namespace kiln::rt::cuda {
@@ -40,6 +42,10 @@ int computeCapability(const std::string &arch) {
 Driver::DevicePointer address(const void *pointer) {
   return reinterpret_cast<Driver::DevicePointer>(pointer);
 }
+
+/// Where each weight starts in the device's copy: as on the host, aligned
+/// for every dtype.
+constexpr uint64_t kWeightAlignment = 256;
 
 } // namespace
 
@@ -91,28 +97,35 @@ kiln_status_t DeviceModel::create(const Artifact &artifact, std::unique_ptr<Devi
   if (Driver::Result result = driver->memPoolSetAttribute(pool, kReleaseThreshold, &keepAll))
     return failed("cuMemPoolSetAttribute", result);
 
-  // The weights, uploaded once: the whole section in one copy, each weight
-  // then at its offset in it.
-  const size_t bytes = artifact.weightsSectionBytes();
+  // The GPU code's weights, uploaded once into one allocation: each at its
+  // place in it, in the order of the section (a weight the CPU code shares
+  // is in the section once, and uploaded once).
+  const Code &code = *artifact.gpuCode();
+  std::map<const void *, uint64_t> placed;
+  uint64_t bytes = 0;
+  for (const WeightInfo &weight : code.weights)
+    if (placed.emplace(weight.data, bytes).second)
+      bytes = artifact::alignTo(bytes + weight.bytes(), kWeightAlignment);
   if (bytes > 0) {
     if (Driver::Result result = driver->memAlloc(&model->weightBlock_, bytes))
       return failed("cuMemAlloc", result);
     Driver::Stream upload = nullptr;
     if (Driver::Result result = driver->streamCreate(&upload, kStreamNonBlocking))
       return failed("cuStreamCreate", result);
-    Driver::Result result = driver->memcpyAsync(
-        model->weightBlock_, address(artifact.weightsSection()), bytes, upload);
+    Driver::Result result = 0;
     const char *call = "cuMemcpyAsync";
+    for (const WeightInfo &weight : code.weights)
+      if (!result && weight.bytes() > 0)
+        result = driver->memcpyAsync(model->weightBlock_ + placed[weight.data],
+                                     address(weight.data), weight.bytes(), upload);
     if (!result && (result = driver->streamSynchronize(upload)))
       call = "cuStreamSynchronize";
     driver->streamDestroy(upload);
     if (result)
       return failed(call, result);
   }
-  for (const WeightInfo &weight : artifact.weights())
-    model->weights_.push_back(model->weightBlock_ + (static_cast<const char *>(weight.data) -
-                                                     static_cast<const char *>(
-                                                         artifact.weightsSection())));
+  for (const WeightInfo &weight : code.weights)
+    model->weights_.push_back(model->weightBlock_ + placed[weight.data]);
   out = std::move(model);
   return nullptr;
 }

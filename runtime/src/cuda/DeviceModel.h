@@ -57,7 +57,9 @@ public:
 
   /// The flag that a kernel's failed check sets (kiln_kernel_check) as 0
   /// when clear, else the check's number; -1 with `error` when it cannot be
-  /// read. Reading a set flag clears it.
+  /// read. Reading a set flag clears it. The flag is the module's, so a
+  /// check that fails in one session's run fails any other session's run
+  /// that ends before the flag is read.
   int32_t takeKernelCheck(Driver::Stream stream, std::string &error);
 
 private:

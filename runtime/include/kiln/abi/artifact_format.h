@@ -37,6 +37,12 @@ struct Header {
 };
 static_assert(sizeof(Header) == 80, "the header layout is part of the format");
 
+/// The CPU code's entry point (see docs/artifact-format.md). The CUDA
+/// target's code exports its entry point, signature and arena size with
+/// this suffix (kiln_entry_cuda, ...), so that both can be in one artifact.
+inline constexpr char kEntrySymbol[] = "kiln_entry";
+inline constexpr char kGpuSymbolSuffix[] = "_cuda";
+
 /// The code exports `kiln_signature`, an int64 array the loader checks the
 /// manifest against, so that a manifest edited to disagree with the code is
 /// refused instead of making the code read or write out of bounds:
